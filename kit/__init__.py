@@ -1,0 +1,49 @@
+"""The kit's oracle: trace and case models, the check registry, evaluation and aggregation.
+
+`import kit` stays light (no pydantic, DuckDB, DeepEval or Promptfoo at import time): the names below
+are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Trace": "kit.trace",
+    "Span": "kit.trace",
+    "load_trace": "kit.trace",
+    "load_traces": "kit.trace",
+    "Case": "kit.case",
+    "CheckSpec": "kit.case",
+    "load_suite": "kit.case",
+    "Result": "kit.result",
+    "CaseRun": "kit.result",
+    "evaluate": "kit.evaluate",
+    "summarize": "kit.aggregate",
+    "flips": "kit.aggregate",
+    "KitInputError": "kit.errors",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kit.aggregate import flips, summarize
+    from kit.case import Case, CheckSpec, load_suite
+    from kit.errors import KitInputError
+    from kit.evaluate import evaluate
+    from kit.result import CaseRun, Result
+    from kit.trace import Span, Trace, load_trace, load_traces
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kit' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_LAZY)

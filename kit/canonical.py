@@ -1,0 +1,59 @@
+"""Canonical forms of JSON values, so that argument comparison ignores key order and 1 vs 1.0."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def normalise(value: Any) -> Any:
+    """A JSON value with integral floats made ints and tuples made lists; bools stay bools."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dict):
+        return {str(k): normalise(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [normalise(v) for v in value]
+    return value
+
+
+def canonical(value: Any) -> str:
+    """One string per JSON value up to key order and int/float spelling: the loop-signature key."""
+    return json.dumps(normalise(value), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def deep_equal(a: Any, b: Any, tol: float = 0.0) -> bool:
+    """Deep equality of JSON values: numbers by value (within `tol`), bool never equal to a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        if tol:
+            return math.isclose(a, b, rel_tol=0.0, abs_tol=tol)
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(deep_equal(a[k], b[k], tol) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(deep_equal(x, y, tol) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def partial_equal(expected: dict[str, Any], got: Any) -> bool:
+    """Every expected key is present in `got` and deeply equal; other keys are ignored."""
+    return isinstance(got, dict) and all(k in got and deep_equal(v, got[k]) for k, v in expected.items())
+
+
+def dotted(value: Any, path: str) -> tuple[bool, Any]:
+    """Follow a dotted path (`address.zip`, `items.0.sku`) into a JSON value: (found, value)."""
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return False, None
+    return True, value

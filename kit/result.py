@@ -1,0 +1,65 @@
+"""Immutable results: one check's verdict, and one run of one case."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["pass", "fail", "error", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A check's verdict. `error` marks a check that could not decide (it raised): never a pass."""
+
+    name: str
+    passed: bool
+    reason: str = ""
+    error: bool = False
+    score: float | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.error:
+            return "error"
+        return "pass" if self.passed else "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.name, "outcome": self.outcome, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRun:
+    """One run (attempt) of one case: the check results, or the infrastructure error that stopped it."""
+
+    case_id: str
+    attempt: int
+    results: tuple[Result, ...]
+    run_id: str | None = None
+    error: str | None = None  # the agent raised, hung or returned a malformed trace
+    metrics: dict[str, Any] = field(default_factory=dict)  # steps, tokens, cost_usd, latency_ms
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(r.passed and not r.error for r in self.results)
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.error is not None or any(r.error for r in self.results):
+            return "error"
+        return "pass" if self.passed else "fail"
+
+    @property
+    def failures(self) -> tuple[Result, ...]:
+        return tuple(r for r in self.results if not r.passed or r.error)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "case_id": self.case_id,
+            "attempt": self.attempt,
+            "passed": self.passed,
+            "checks": [r.to_dict() for r in self.results],
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out

@@ -1,0 +1,196 @@
+"""The trace (contract in DESIGN.md): what one run of an agent did. Pydantic at the edge, derived
+data computed once per trace and shared by every check."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kit.canonical import canonical
+from kit.errors import KitInputError
+
+
+class Span(BaseModel):
+    """One step: an `llm` call, a `tool` call or a `message`. Unknown extra fields are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str
+    name: str | None = None
+    role: str | None = None
+    content: Any = None
+    input: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    error: Any = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v not in ("llm", "tool", "message"):
+            raise ValueError(f"kind must be llm, tool or message, got {v!r}")
+        return v
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _parse_json_arguments(cls, v: Any) -> Any:
+        # OpenAI logs tool arguments as a JSON string; reading it as {} would hide every argument.
+        if v is None:
+            return {}
+        if isinstance(v, str):
+            if not v.strip():
+                return {}
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"tool input is a string that is not JSON ({e.msg})") from None
+            if not isinstance(v, dict):
+                raise ValueError(f"tool input must be a JSON object, got {type(v).__name__}")
+        return v
+
+    @field_validator("tokens_in", "tokens_out", mode="before")
+    @classmethod
+    def _none_is_zero(cls, v: Any) -> Any:
+        return 0 if v is None else v
+
+    @field_validator("cost_usd", mode="before")
+    @classmethod
+    def _none_cost_is_zero(cls, v: Any) -> Any:
+        return 0.0 if v is None else v
+
+    @cached_property
+    def canonical_input(self) -> str:
+        return canonical(self.input)
+
+
+class Trace(BaseModel):
+    """One run of an agent. `final_output` that is not a string is kept as compact JSON text."""
+
+    model_config = ConfigDict(extra="allow")
+
+    case_id: str
+    run_id: str | None = None
+    attempt: int = 0
+    model: str | None = None
+    final_output: str | None = None
+    finish_reason: str | None = None
+    latency_ms: float | None = None
+    spans: list[Span] = Field(default_factory=list)
+    end_state: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+
+    @field_validator("final_output", mode="before")
+    @classmethod
+    def _output_as_text(cls, v: Any) -> Any:
+        if v is None or isinstance(v, str):
+            return v
+        return json.dumps(v, separators=(",", ":"), default=str)
+
+    # Derived data, computed once and shared by all checks of this trace.
+    @cached_property
+    def tool_calls(self) -> tuple[Span, ...]:
+        return tuple(s for s in self.spans if s.kind == "tool")
+
+    @cached_property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(s.name or "" for s in self.tool_calls)
+
+    @cached_property
+    def llm_spans(self) -> tuple[Span, ...]:
+        return tuple(s for s in self.spans if s.kind == "llm")
+
+    @cached_property
+    def output(self) -> str:
+        return self.final_output or ""
+
+    @cached_property
+    def tools_text(self) -> str:
+        """Every tool call's name, arguments and result as JSON lines: what `regex` with target tools reads."""
+        return "\n".join(
+            json.dumps({"tool": s.name, "input": s.input, "output": s.output}, default=str)
+            for s in self.tool_calls
+        )
+
+    @cached_property
+    def totals(self) -> dict[str, float]:
+        """Budget figures: steps (llm spans), tool calls, tokens, cost and latency."""
+        tokens = 0
+        cost = 0.0
+        span_latency = 0.0
+        for s in self.spans:
+            tokens += s.tokens_in + s.tokens_out
+            cost += s.cost_usd
+            if s.latency_ms is not None:
+                span_latency += s.latency_ms
+        return {
+            "steps": len(self.llm_spans),
+            "tool_calls": len(self.tool_calls),
+            "tokens": tokens,
+            "cost_usd": cost,
+            "latency_ms": self.latency_ms if self.latency_ms is not None else span_latency,
+        }
+
+
+def parse_trace(data: Any, *, file: str | None = None) -> Trace:
+    """A Trace from a decoded JSON object, or a KitInputError naming the file, the case and the field."""
+    case = data.get("case_id") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise KitInputError(f"a trace must be a JSON object, got {type(data).__name__}", file=file)
+    try:
+        return Trace.model_validate(data)
+    except ValidationError as e:
+        raise KitInputError(f"invalid trace: {_first_error(e)}", file=file, case=case) from None
+
+
+def _first_error(e: ValidationError) -> str:
+    errs = e.errors()
+    parts = []
+    for err in errs[:3]:
+        loc = ".".join(str(x) for x in err["loc"]) or "(root)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = f" (+{len(errs) - 3} more)" if len(errs) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def load_traces(path: str | Path) -> list[Trace]:
+    """Traces from a file: one JSON object, a JSON list of them, or JSON Lines (one per line)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise KitInputError(f"cannot read trace file: {e.strerror}", file=str(p)) from None
+    stripped = text.lstrip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        if stripped.startswith("{") and "\n" in stripped.strip():
+            return _load_jsonl(text, str(p))
+        raise KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(p)) from None
+    items = data if isinstance(data, list) else [data]
+    return [parse_trace(item, file=str(p)) for item in items]
+
+
+def _load_jsonl(text: str, file: str) -> list[Trace]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise KitInputError(f"malformed JSON on line {n}: {e.msg}", file=file) from None
+        out.append(parse_trace(data, file=f"{file}:{n}"))
+    return out
+
+
+def load_trace(path: str | Path) -> Trace:
+    traces = load_traces(path)
+    if len(traces) != 1:
+        raise KitInputError(f"expected one trace, found {len(traces)}", file=str(path))
+    return traces[0]
