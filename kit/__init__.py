@@ -46,4 +46,18 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "Case",
+    "CaseRun",
+    "CheckSpec",
+    "KitInputError",
+    "Result",
+    "Span",
+    "Trace",
+    "evaluate",
+    "flips",
+    "load_suite",
+    "load_trace",
+    "load_traces",
+    "summarize",
+]

@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from kit.canonical import canonical
 from kit.errors import KitInputError
@@ -84,6 +84,12 @@ class Trace(BaseModel):
     latency_ms: float | None = None
     spans: list[Span] = Field(default_factory=list)
     end_state: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    # Per-trace caches of checks (e.g. the end-state database), never serialised.
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def derived(self) -> dict[str, Any]:
+        return self._derived
 
     @field_validator("final_output", mode="before")
     @classmethod

@@ -1,0 +1,249 @@
+"""Golden cases (contract in DESIGN.md): loaded from YAML with a safe loader, their checks validated and
+compiled once, named invariants expanded into checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kit.errors import KitInputError
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# Files and folders under a golden folder that are not case files.
+NOT_CASE_FILES = {"invariants.yaml", "invariants.yml", "rubrics.yaml", "rubrics.yml", "gates.yaml"}
+NOT_CASE_DIRS = {"fixtures", "cassettes", "traces", "schemas"}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSpec:
+    """One check of a case, its parameters validated and compiled."""
+
+    type: str
+    params: dict[str, Any]
+    label: str
+    invariant: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    id: str
+    input: Any
+    checks: tuple[CheckSpec, ...] = ()
+    reference: str | None = None
+    runs: int = 1
+    invariants: tuple[str, ...] = ()
+    context: dict[str, Any] = field(default_factory=dict)
+    variant: str | None = None
+    tags: tuple[str, ...] = ()
+    file: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _CaseModel(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    input: str | list[dict[str, Any]]
+    reference: str | None = None
+    runs: int = Field(default=1, ge=1)
+    invariants: list[str] = Field(default_factory=list)
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    context: dict[str, Any] = Field(default_factory=dict)
+    variant: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) else v
+
+
+@dataclass
+class Suite:
+    cases: list[Case]
+    errors: list[KitInputError]
+
+    def by_id(self) -> dict[str, Case]:
+        return {c.id: c for c in self.cases}
+
+
+def parse_check(
+    raw: Any,
+    *,
+    file: str | None,
+    case: str | None,
+    index: int,
+    base_dir: Path | None,
+    invariant: str | None = None,
+) -> CheckSpec:
+    """A CheckSpec from `{type: ..., name?: ..., **params}`, or KitInputError naming file, case and check."""
+    from kit.checks import REGISTRY
+
+    where = f"#{index + 1}" + (f" of invariant {invariant!r}" if invariant else "")
+    if not isinstance(raw, dict):
+        raise KitInputError(f"a check must be a mapping, got {type(raw).__name__}", file=file, case=case,
+                            check=where)
+    params = dict(raw)
+    type_ = params.pop("type", None)
+    label = params.pop("name", None)
+    if type_ is None:
+        raise KitInputError("missing 'type'", file=file, case=case, check=where)
+    definition = REGISTRY.get(type_)
+    if definition is None:
+        known = ", ".join(sorted(REGISTRY))
+        raise KitInputError(f"unknown check type {type_!r} (known: {known})", file=file, case=case,
+                            check=f"{where} ({type_})")
+    try:
+        parsed = definition.parse(params, {"base_dir": base_dir})
+    except ValueError as e:
+        raise KitInputError(str(e), file=file, case=case, check=f"{where} ({type_})") from None
+    return CheckSpec(type_, parsed, str(label) if label else definition.name_for(parsed), invariant, raw)
+
+
+def _read_yaml(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise KitInputError(f"cannot read: {e.strerror}", file=str(path)) from None
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise KitInputError(f"malformed YAML{at}: {problem}", file=str(path)) from None
+
+
+def load_invariants(path: str | Path) -> dict[str, list[CheckSpec]]:
+    """Named bundles: `name: [checks]` or `name: {description, checks: [...]}`."""
+    p = Path(path)
+    docs = _read_yaml(p)
+    data: dict[str, Any] = {}
+    for d in docs:
+        if not isinstance(d, dict):
+            raise KitInputError("invariants must be a mapping of name to checks", file=str(p))
+        data.update(d)
+    out: dict[str, list[CheckSpec]] = {}
+    for name, body in data.items():
+        checks = body.get("checks") if isinstance(body, dict) else body
+        if not isinstance(checks, list):
+            raise KitInputError(f"invariant {name!r} must be a list of checks", file=str(p))
+        out[str(name)] = [
+            parse_check(c, file=str(p), case=None, index=i, base_dir=p.parent, invariant=str(name))
+            for i, c in enumerate(checks)
+        ]
+    return out
+
+
+def find_invariants_file(start: Path) -> Path | None:
+    folder = start if start.is_dir() else start.parent
+    for d in (folder, *folder.resolve().parents):
+        for name in ("invariants.yaml", "invariants.yml"):
+            if (d / name).is_file():
+                return d / name
+    return None
+
+
+def parse_case(
+    raw: Any, *, file: str | None, base_dir: Path | None, invariants: dict[str, list[CheckSpec]]
+) -> Case:
+    case_id = raw.get("id") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise KitInputError(f"a case must be a mapping, got {type(raw).__name__}", file=file)
+    try:
+        m = _CaseModel.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = f"missing field {loc!r}" if err["type"] == "missing" else f"field {loc!r}: {err['msg']}"
+        raise KitInputError(msg, file=file, case=str(case_id) if case_id else None) from None
+    checks = [
+        parse_check(c, file=file, case=m.id, index=i, base_dir=base_dir) for i, c in enumerate(m.checks)
+    ]
+    for name in m.invariants:
+        bundle = invariants.get(name)
+        if bundle is None:
+            known = ", ".join(sorted(invariants)) or "none defined"
+            raise KitInputError(f"unknown invariant {name!r} (known: {known})", file=file, case=m.id)
+        checks.extend(bundle)
+    return Case(
+        id=m.id,
+        input=m.input,
+        checks=tuple(checks),
+        reference=m.reference,
+        runs=m.runs,
+        invariants=tuple(m.invariants),
+        context=m.context,
+        variant=m.variant,
+        tags=tuple(m.tags),
+        file=file,
+        extra=dict(m.model_extra or {}),
+    )
+
+
+def _case_docs(docs: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for d in docs:
+        if isinstance(d, list):
+            out.extend(d)
+        elif isinstance(d, dict) and "cases" in d and "id" not in d:
+            out.extend(d["cases"] if isinstance(d["cases"], list) else [d["cases"]])
+        else:
+            out.append(d)
+    return out
+
+
+def case_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    files = []
+    for p in sorted(path.rglob("*")):
+        if p.suffix not in (".yaml", ".yml") or not p.is_file() or p.name in NOT_CASE_FILES:
+            continue
+        if any(part in NOT_CASE_DIRS for part in p.relative_to(path).parts[:-1]):
+            continue
+        files.append(p)
+    return files
+
+
+def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> Suite:
+    """Every case under `path` (a case file or a folder). A broken case is an error in `Suite.errors`;
+    the other cases still load."""
+    root = Path(path)
+    errors: list[KitInputError] = []
+    cases: list[Case] = []
+    if not root.exists():
+        return Suite([], [KitInputError("no such file or folder", file=str(root))])
+    inv_path = Path(invariants_file) if invariants_file else find_invariants_file(root)
+    invariants: dict[str, list[CheckSpec]] = {}
+    if inv_path is not None:
+        try:
+            invariants = load_invariants(inv_path)
+        except KitInputError as e:
+            errors.append(e)
+    seen: dict[str, str] = {}
+    for f in case_files(root):
+        try:
+            docs = _case_docs(_read_yaml(f))
+        except KitInputError as e:
+            errors.append(e)
+            continue
+        for raw in docs:
+            try:
+                case = parse_case(raw, file=str(f), base_dir=f.parent, invariants=invariants)
+            except KitInputError as e:
+                errors.append(e)
+                continue
+            if case.id in seen:
+                errors.append(KitInputError(f"duplicate case id (first in {seen[case.id]})", file=str(f),
+                                            case=case.id))
+                continue
+            seen[case.id] = str(f)
+            cases.append(case)
+    return Suite(cases, errors)

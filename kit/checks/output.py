@@ -1,0 +1,147 @@
+"""Checks on the final output: exact, number, contains, regex, no_pii, json, schema."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Literal
+
+from kit.case import Case
+from kit.checks.params import Pattern, Schema
+from kit.checks.registry import check
+from kit.checks.text import find_pii, normalise_text, numbers_in, short
+from kit.result import Result
+from kit.trace import Trace
+
+
+@check("exact")
+def exact(trace: Trace, case: Case, *, expected: str | int | float, normalise: bool = True) -> Result:
+    want = str(expected)
+    got = trace.output
+    ok = normalise_text(got) == normalise_text(want) if normalise else got == want
+    return Result("exact", ok, "" if ok else f"output {short(got)!r}, want {short(want)!r}")
+
+
+@check("number")
+def number(
+    trace: Trace, case: Case, *, expected: float, tol: float = 1e-9, rel: float | None = None
+) -> Result:
+    found = numbers_in(trace.output)
+    if len(found) != 1:
+        shown = ", ".join(f"{n:g}" for n in found[:5])
+        return Result("number", False, f"output holds {len(found)} numbers ({shown}), want exactly one")
+    got = found[0]
+    ok = math.isclose(got, expected, rel_tol=rel or 0.0, abs_tol=tol)
+    return Result("number", ok, f"got {got:g}, want {expected:g}" + ("" if ok else f" (tol {tol:g})"))
+
+
+@check("contains")
+def contains(trace: Trace, case: Case, *, text: str | list[str], all: bool = True) -> Result:
+    texts = [text] if isinstance(text, str) else text
+    out = normalise_text(trace.output)
+    missing = [t for t in texts if normalise_text(t) not in out]
+    ok = not missing if all else len(missing) < len(texts)
+    if ok:
+        return Result("contains", True)
+    if all:
+        return Result("contains", False, f"output lacks {', '.join(repr(t) for t in missing)}")
+    return Result("contains", False, f"output holds none of {', '.join(repr(t) for t in texts)}")
+
+
+@check("regex", label="regex:{pattern}")
+def regex_check(
+    trace: Trace,
+    case: Case,
+    *,
+    pattern: Pattern,
+    present: bool = True,
+    target: Literal["output", "tools"] = "output",
+) -> Result:
+    text = trace.output if target == "output" else trace.tools_text
+    m = pattern.search(text)
+    name = f"regex:{pattern.source}"
+    where = "output" if target == "output" else "tool calls"
+    if present:
+        return Result(name, m is not None, "" if m else f"{pattern.source!r} not found in {where}")
+    return Result(name, m is None, "" if m is None else f"{pattern.source!r} found in {where}: {m.group(0)!r}")
+
+
+PII_KINDS = ("email", "card", "phone", "ssn")
+
+
+@check("no_pii")
+def no_pii(
+    trace: Trace,
+    case: Case,
+    *,
+    kinds: list[Literal["email", "card", "phone", "ssn"]] = list(PII_KINDS),  # noqa: B006 - never mutated
+    allow: list[str] = [],  # noqa: B006
+) -> Result:
+    found = find_pii(trace.output, kinds, allow)
+    if not found:
+        return Result("no_pii", True)
+    shown = ", ".join(f"{kind} {value!r}" for kind, value in found[:3])
+    more = f" (+{len(found) - 3} more)" if len(found) > 3 else ""
+    return Result("no_pii", False, f"output leaks {shown}{more}")
+
+
+def _parse_json_output(trace: Trace) -> tuple[Any, str]:
+    text = trace.output.strip()
+    # Models often wrap JSON in a fenced block; the fence is formatting, not content.
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.S)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        return json.loads(text), ""
+    except json.JSONDecodeError as e:
+        return None, f"output is not JSON ({e.msg} at line {e.lineno}, column {e.colno})"
+
+
+@check("json")
+def json_check(trace: Trace, case: Case, *, keys: list[str] = []) -> Result:  # noqa: B006
+    data, err = _parse_json_output(trace)
+    if err:
+        return Result("json", False, err)
+    if not isinstance(data, dict):
+        return Result("json", False, f"output is JSON {type(data).__name__}, want an object")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        return Result("json", False, f"output JSON lacks keys {missing}")
+    return Result("json", True)
+
+
+def _target(v: Any) -> str:
+    if v == "output" or (isinstance(v, str) and v.startswith("tool:") and len(v) > 5):
+        return v
+    raise ValueError(f"target must be 'output' or 'tool:NAME', got {v!r}")
+
+
+def _validate_schema_params(params: dict[str, Any]) -> None:
+    _target(params["target"])
+
+
+@check("schema", label="schema:{target}", validate=_validate_schema_params)
+def schema(trace: Trace, case: Case, *, schema: Schema, target: str = "output") -> Result:
+    import fastjsonschema
+
+    name = f"schema:{target}"
+    if target == "output":
+        data, err = _parse_json_output(trace)
+        if err:
+            return Result(name, False, err)
+        try:
+            schema.validate(data)
+        except fastjsonschema.JsonSchemaValueException as e:
+            return Result(name, False, f"output: {e.message}")
+        return Result(name, True)
+    tool = target[5:]
+    calls = [s for s in trace.tool_calls if s.name == tool]
+    if not calls:
+        return Result(name, False, f"{tool} never called")
+    for i, call in enumerate(calls):
+        try:
+            schema.validate(call.input)
+        except fastjsonschema.JsonSchemaValueException as e:
+            return Result(name, False, f"{tool} call {i + 1} arguments: {e.message}")
+    return Result(name, True)

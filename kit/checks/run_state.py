@@ -1,0 +1,55 @@
+"""Checks on how the run went: finished, budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kit.case import Case
+from kit.checks.registry import check
+from kit.result import Result
+from kit.trace import Trace
+
+
+@check("finished")
+def finished(trace: Trace, case: Case) -> Result:
+    if trace.finish_reason == "finish":
+        return Result("finished", True)
+    how = trace.finish_reason or "no finish_reason"
+    return Result("finished", False, f"run ended by {how}, not by the finish action")
+
+
+BUDGET_KEYS = ("steps", "tool_calls", "tokens", "cost_usd", "latency_ms")
+
+
+def _validate_budget(params: dict[str, Any]) -> None:
+    if all(params[k] is None for k in BUDGET_KEYS):
+        raise ValueError(f"give at least one limit: {', '.join(BUDGET_KEYS)}")
+
+
+@check("budget", validate=_validate_budget)
+def budget(
+    trace: Trace,
+    case: Case,
+    *,
+    steps: int | None = None,
+    tool_calls: int | None = None,
+    tokens: int | None = None,
+    cost_usd: float | None = None,
+    latency_ms: float | None = None,
+) -> Result:
+    limits = {"steps": steps, "tool_calls": tool_calls, "tokens": tokens, "cost_usd": cost_usd,
+              "latency_ms": latency_ms}
+    totals = trace.totals
+    over, within = [], []
+    for key, limit in limits.items():
+        if limit is None:
+            continue
+        got = totals[key]
+        text = f"{key} {got:g}"
+        if got > limit:
+            over.append(f"{text}, at most {limit:g} allowed")
+        else:
+            within.append(f"{text} <= {limit:g}")
+    if over:
+        return Result("budget", False, "; ".join(over))
+    return Result("budget", True, "; ".join(within))

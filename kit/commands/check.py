@@ -1,0 +1,62 @@
+"""`kit check TRACE... --cases PATH [--json]` (contract in DESIGN.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kit.aggregate import summarize
+from kit.case import load_suite
+from kit.errors import KitInputError
+from kit.evaluate import evaluate
+from kit.result import CaseRun
+from kit.trace import load_traces
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (JSON, a JSON list, or JSONL)")
+    parser.add_argument("--cases", required=True, metavar="PATH", help="a case file or a folder of them")
+    parser.add_argument("--invariants", metavar="FILE", help="invariants file (default: nearest invariants.yaml)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(args: argparse.Namespace) -> int:
+    suite = load_suite(args.cases, args.invariants)
+    errors: list[KitInputError] = list(suite.errors)
+    cases = suite.by_id()
+    runs: list[CaseRun] = []
+    for path in args.traces:
+        try:
+            traces = load_traces(path)
+        except KitInputError as e:
+            errors.append(e)
+            continue
+        for trace in traces:
+            case = cases.get(trace.case_id)
+            if case is None:
+                errors.append(KitInputError("no golden case with this id", file=path, case=trace.case_id))
+                continue
+            runs.append(evaluate(trace, case))
+    for e in errors:
+        print(f"kit check: {e}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"results": [r.to_dict() for r in runs], "summary": summarize(runs)}, indent=None))
+    else:
+        print_text(runs)
+    if errors:
+        return 2
+    return 0 if all(r.passed for r in runs) else 1
+
+
+def print_text(runs: list[CaseRun]) -> None:
+    for r in runs:
+        mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[r.outcome]
+        print(f"{mark}  {r.case_id} (attempt {r.attempt})")
+        if r.error:
+            print(f"      error: {r.error}")
+        for f in r.failures:
+            print(f"      {f.outcome}: {f.name}: {f.reason}")
+    if runs:
+        s = summarize(runs)
+        print(f"{s['passed']}/{s['runs']} runs passed ({s['pass_rate']:.0%}); {s['errors']} errors")

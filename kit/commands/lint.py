@@ -1,0 +1,97 @@
+"""`kit lint PATH`: validate golden case files without running anything."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from kit.case import Case, find_invariants_file, load_suite
+from kit.checks.params import SafeRegex
+from kit.errors import KitInputError
+
+# A quantified group that itself holds a quantifier, e.g. (a+)+ or (\w*)*: the classic catastrophic
+# backtracking shape. The runtime timeout still bounds anything this misses.
+_NESTED_QUANTIFIER = regex.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="PATH", help="a case file or a folder of them")
+    parser.add_argument("--tools", metavar="FILE", help="tool schemas (default: the nearest tools.json)")
+
+
+def _tools_file(root: Path, given: str | None) -> Path | None:
+    if given:
+        return Path(given)
+    folder = root if root.is_dir() else root.parent
+    for d in (folder, *folder.resolve().parents):
+        if (d / "tools.json").is_file():
+            return d / "tools.json"
+    return None
+
+
+def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
+    names: list[str] = []
+    for key in ("tool", "before", "after", "requires"):
+        v = params.get(key)
+        if isinstance(v, str):
+            names.append(v)
+        elif isinstance(v, list):
+            names.extend(v)
+    if spec_type == "trajectory":
+        names.extend(params["tools"])
+    target = params.get("target")
+    if isinstance(target, str) and target.startswith("tool:"):
+        names.append(target[5:])
+    return names
+
+
+def lint_case(case: Case, tools: set[str] | None) -> list[KitInputError]:
+    problems = []
+    for i, spec in enumerate(case.checks):
+        where = f"#{i + 1} ({spec.type})" if spec.invariant is None else f"{spec.label} of invariant {spec.invariant!r}"
+        if tools is not None:
+            unknown = [t for t in _tools_named(spec.type, spec.params) if t not in tools]
+            if unknown:
+                problems.append(KitInputError(f"tool {unknown[0]!r} is not in tools.json", file=case.file,
+                                              case=case.id, check=where))
+        for v in spec.params.values():
+            if isinstance(v, SafeRegex) and _NESTED_QUANTIFIER.search(v.source):
+                problems.append(KitInputError(
+                    f"regex {v.source!r} nests quantifiers and can backtrack catastrophically",
+                    file=case.file, case=case.id, check=where))
+    return problems
+
+
+def main(args: argparse.Namespace) -> int:
+    root = Path(args.path)
+    suite = load_suite(root)
+    problems = list(suite.errors)
+    tools_path = _tools_file(root, args.tools)
+    tools: set[str] | None = None
+    if tools_path is not None:
+        try:
+            tools = set(json.loads(tools_path.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as e:
+            problems.append(KitInputError(f"cannot read tool schemas: {e}", file=str(tools_path)))
+    seen_invariant_problems: set[str] = set()
+    for case in suite.cases:
+        for p in lint_case(case, tools):
+            key = str(p) if p.check and "invariant" not in p.check else (p.check or "")
+            if key in seen_invariant_problems:
+                continue
+            seen_invariant_problems.add(key)
+            problems.append(p)
+    for p in problems:
+        print(f"kit lint: {p}", file=sys.stderr)
+    inv = find_invariants_file(root)
+    n_checks = sum(len(c.checks) for c in suite.cases)
+    status = "OK" if not problems else f"{len(problems)} problems"
+    print(f"kit lint: {len(suite.cases)} cases, {n_checks} checks"
+          f"{'' if inv is None else f', invariants from {inv}'}"
+          f"{'' if tools is None else f', {len(tools)} tools'}: {status}")
+    return 2 if problems else 0
