@@ -1,0 +1,265 @@
+"""The store's Python API: start a run, record results from any number of processes, finish it, query."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+
+from kit.result import CaseRun
+from kit.store import lock
+from kit.store.merge import merge_spools
+from kit.store.schema import migrate
+from kit.store.spool import SpoolWriter, process_identity, spool_dir
+
+DEFAULT_PATH = Path(".kit/evals.duckdb")
+Gate = Literal["hard", "soft"]
+SOURCES = ("kit", "deepeval", "promptfoo")
+
+
+def store_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """The store file: the argument, else $KIT_STORE, else .kit/evals.duckdb (relative to the cwd)."""
+    return Path(path or os.environ.get("KIT_STORE") or DEFAULT_PATH)
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> Store:
+    return Store(store_path(path))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+def current_git_sha(cwd: str | os.PathLike[str] | None = None) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def new_run_id(source: str) -> str:
+    """Sortable by time and readable: 20250130T025212-kit-1a2b3c."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{source}-{uuid.uuid4().hex[:6]}"
+
+
+def _trace_dict(trace: Any) -> dict[str, Any] | None:
+    if trace is None:
+        return None
+    if isinstance(trace, Mapping):
+        return dict(trace)
+    dump = getattr(trace, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json")
+    raise TypeError(f"trace must be a dict or a kit.trace.Trace, not {type(trace).__name__}")
+
+
+def _metrics(case_run: CaseRun, trace: Any) -> dict[str, Any]:
+    """steps/tokens/cost/latency: from the CaseRun's metrics, else derived from the trace."""
+    metrics = dict(case_run.metrics or {})
+    wanted = ("steps", "tokens", "cost_usd", "latency_ms")
+    if trace is not None and not all(k in metrics for k in wanted):
+        totals = getattr(trace, "totals", None)
+        if totals is None and isinstance(trace, Mapping):
+            try:
+                from kit.trace import parse_trace
+
+                totals = parse_trace(trace).totals
+            except Exception:  # a malformed trace still gets stored; only its figures are missing
+                totals = None
+        for k in wanted:
+            if totals and k not in metrics:
+                metrics[k] = totals.get(k)
+    return {k: metrics.get(k) for k in wanted}
+
+
+class Store:
+    """One DuckDB file plus the spool folder beside it.
+
+    Writing methods (`start_run`, `record`, `record_soft`, `finish_run`) only append to this process's
+    spool and never wait for a lock; reading (`connect`) takes the store lock, merges the spools and hands
+    out a DuckDB connection.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.spool = spool_dir(self.path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self._writer = SpoolWriter(self.spool)
+
+    # -- writing ---------------------------------------------------------------------------------
+    def start_run(
+        self,
+        source: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        config_hash: str | None = None,
+        git_sha: str | Literal["auto"] | None = "auto",
+        run_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+        detached: bool = False,
+    ) -> str:
+        """Record a new run and return its id.
+
+        The run belongs to this process: if it dies before `finish_run`, the run is marked `incomplete`.
+        `detached=True` for a run that other processes will finish (it stays `running` until then).
+        """
+        from kit import __version__
+
+        run_id = run_id or new_run_id(source)
+        sha = current_git_sha() if git_sha == "auto" else git_sha
+        self._writer.write(
+            {
+                "t": "run",
+                "ts": _now(),
+                "run_id": run_id,
+                "source": source,
+                "started_at": _now(),
+                "git_sha": sha,
+                "agent": agent,
+                "model": model,
+                "config_hash": config_hash,
+                "kit_version": __version__,
+                "status": "running",
+                "owner": None if detached else process_identity(),
+                "meta": meta,
+            }
+        )
+        return run_id
+
+    def record(self, run_id: str, case_run: CaseRun, trace: Any = None, gate: Gate = "hard") -> None:
+        """Record one run of one case.
+
+        `gate="hard"`: a case_results row (passed = every hard check passed) and its check rows.
+        `gate="soft"`: only check rows, marked soft (e.g. a DeepEval G-Eval metric's verdict), so the
+        case's hard verdict recorded elsewhere is not duplicated.
+        """
+        self._writer.write(self.case_event(run_id, case_run, trace, gate))
+
+    def record_many(self, run_id: str, case_runs: list[tuple[CaseRun, Any]], gate: Gate = "hard") -> None:
+        """Several results in one write (a runner that batches saves a syscall per result)."""
+        self._writer.write_many([self.case_event(run_id, cr, tr, gate) for cr, tr in case_runs])
+
+    def case_event(self, run_id: str, case_run: CaseRun, trace: Any, gate: Gate) -> dict[str, Any]:
+        if gate not in ("hard", "soft"):
+            raise ValueError(f"gate must be 'hard' or 'soft', not {gate!r}")
+        checks = [
+            {"check": r.name, "gate": gate, "outcome": r.outcome, "score": r.score, "reason": r.reason}
+            for r in case_run.results
+        ]
+        if case_run.error is not None and gate == "hard":
+            # An infrastructure error is kept as a row of its own, so reports can show it.
+            checks.append(
+                {"check": "infrastructure", "gate": "hard", "outcome": "error", "score": None, "reason": case_run.error}
+            )
+        if gate == "soft":
+            return {
+                "t": "case_soft",
+                "ts": _now(),
+                "run_id": run_id,
+                "case_id": case_run.case_id,
+                "attempt": case_run.attempt,
+                "checks": checks,
+            }
+        return {
+            "t": "case",
+            "ts": _now(),
+            "run_id": run_id,
+            "case_id": case_run.case_id,
+            "attempt": case_run.attempt,
+            "passed": case_run.passed,
+            "outcome": case_run.outcome,
+            "error": case_run.error,
+            **_metrics(case_run, trace),
+            "trace": _trace_dict(trace),
+            "checks": checks,
+        }
+
+    def record_soft(
+        self,
+        run_id: str,
+        case_id: str,
+        attempt: int,
+        check: str,
+        *,
+        outcome: Literal["pass", "fail", "skipped", "error"],
+        score: float | None = None,
+        threshold: float | None = None,
+        reason: str = "",
+        judge_model: str | None = None,
+        rubric_hash: str | None = None,
+        raw_answer: str | None = None,
+        prompt: str | None = None,
+    ) -> None:
+        """A judged (soft-gate) verdict, with the judge call that produced it.
+
+        A soft gate with no judge model configured is `skipped` (with the reason), never a pass.
+        """
+        if outcome not in ("pass", "fail", "skipped", "error"):
+            raise ValueError(f"outcome must be pass/fail/skipped/error, not {outcome!r}")
+        self._writer.write(
+            {
+                "t": "check",
+                "ts": _now(),
+                "run_id": run_id,
+                "case_id": case_id,
+                "attempt": attempt,
+                "check": check,
+                "gate": "soft",
+                "outcome": outcome,
+                "score": score,
+                "threshold": threshold,
+                "reason": reason,
+                "judge_model": judge_model,
+                "rubric_hash": rubric_hash,
+                "raw_answer": raw_answer,
+                "prompt": prompt,
+            }
+        )
+
+    def finish_run(
+        self, run_id: str, status: Literal["complete", "incomplete"] = "complete", merge: bool = True
+    ) -> None:
+        """Mark the run finished and (by default) merge the spools so readers see it at once."""
+        self._writer.write({"t": "finish", "ts": _now(), "run_id": run_id, "status": status})
+        if merge:
+            self.merge()
+
+    # -- reading ---------------------------------------------------------------------------------
+    def merge(self) -> int:
+        with self.connect(merge=False) as con:
+            return merge_spools(con, self.spool)
+
+    @contextlib.contextmanager
+    def connect(self, merge: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection to the up-to-date store, held under the store lock: keep the block short."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with lock.exclusive(self.lock_path):
+            con = lock.connect(self.path)
+            try:
+                migrate(con)
+                if merge:
+                    merge_spools(con, self.spool)
+                yield con
+            finally:
+                con.close()
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,61 @@
+"""One DuckDB connection at a time across processes: an flock around every open, with patient retries.
+
+Writers never come here (they append to their spools); only mergers and readers do, briefly. A process
+outside the kit (say, the duckdb CLI) holding the file is waited for, never reported as an error until
+the timeout passes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+
+DEFAULT_TIMEOUT_S = float(os.environ.get("KIT_STORE_LOCK_TIMEOUT", "300"))
+
+
+class StoreBusyError(RuntimeError):
+    """The store stayed locked for longer than the timeout."""
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[None]:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(f"{lock_path}: still locked after {timeout_s:.0f}s") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def connect(db_path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> duckdb.DuckDBPyConnection:
+    """Open the file, waiting out a lock held by some other program."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.01
+    while True:
+        try:
+            return duckdb.connect(str(db_path))
+        except duckdb.IOException as e:
+            if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)

@@ -1,0 +1,69 @@
+"""The store's tables, created and upgraded in place by numbered migrations.
+
+Version 1 is exactly the contract in DESIGN.md; later versions only add (columns, tables), so a file
+written by any older kit opens in a newer one without losing a row.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+# Each entry upgrades the file from version i to i+1. Never edit a shipped migration: append a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: the DESIGN.md contract
+        """CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, started_at TIMESTAMP,
+             git_sha VARCHAR, agent VARCHAR, model VARCHAR, config_hash VARCHAR)""",
+        """CREATE TABLE case_results (run_id VARCHAR NOT NULL, case_id VARCHAR NOT NULL, attempt INTEGER,
+             passed BOOLEAN, steps INTEGER, tokens BIGINT, cost_usd DOUBLE, latency_ms DOUBLE, trace JSON)""",
+        """CREATE TABLE check_results (run_id VARCHAR NOT NULL, case_id VARCHAR NOT NULL, attempt INTEGER,
+             "check" VARCHAR, gate VARCHAR, outcome VARCHAR, score DOUBLE, reason VARCHAR)""",
+    ),
+    (  # 2: reproducibility, run status, errors, judge calls and the spool bookkeeping
+        "ALTER TABLE runs ADD COLUMN kit_version VARCHAR",
+        "ALTER TABLE runs ADD COLUMN status VARCHAR DEFAULT 'complete'",
+        "ALTER TABLE runs ADD COLUMN finished_at TIMESTAMP",
+        "ALTER TABLE runs ADD COLUMN owner VARCHAR",
+        "ALTER TABLE runs ADD COLUMN meta JSON",
+        "ALTER TABLE case_results ADD COLUMN outcome VARCHAR",
+        "ALTER TABLE case_results ADD COLUMN error VARCHAR",
+        "ALTER TABLE check_results ADD COLUMN threshold DOUBLE",
+        """CREATE TABLE judge_calls (run_id VARCHAR NOT NULL, case_id VARCHAR NOT NULL, attempt INTEGER,
+             "check" VARCHAR, judge_model VARCHAR, rubric_hash VARCHAR, prompt VARCHAR, raw_answer VARCHAR,
+             score DOUBLE, outcome VARCHAR, recorded_at TIMESTAMP)""",
+        # How far each writer's spool file has been merged: committed with the rows it covers.
+        "CREATE TABLE spool_offsets (spool VARCHAR PRIMARY KEY, merged_bytes BIGINT NOT NULL)",
+    ),
+)
+
+LATEST = len(MIGRATIONS)
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(con: duckdb.DuckDBPyConnection, target: int = LATEST) -> int:
+    """Bring the file up to `target` (default: latest), one transaction per step. Returns the version."""
+    version = current_version(con)
+    if version > LATEST:
+        raise RuntimeError(f"store schema version {version} is newer than this kit ({LATEST}): upgrade the kit")
+    if version == 0:
+        con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
+    while version < target:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for statement in MIGRATIONS[version]:
+                con.execute(statement)
+            version += 1
+            con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    return version

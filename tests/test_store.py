@@ -1,0 +1,211 @@
+"""The store: schema and migration, many writers at once, durability across SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+
+from kit.result import CaseRun, Result
+from kit.store import open_store, store_path
+from kit.store.schema import LATEST, current_version, migrate
+
+
+def _run(case_id: str, attempt: int, ok: bool) -> CaseRun:
+    return CaseRun(
+        case_id,
+        attempt,
+        (Result("called:lookup_order", ok, "" if ok else "lookup_order never called"), Result("budget", True)),
+        metrics={"steps": 3, "tokens": 100, "cost_usd": 0.01, "latency_ms": 5.0},
+    )
+
+
+def test_kit_store_env_overrides_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_STORE", str(tmp_path / "x.duckdb"))
+    assert store_path() == tmp_path / "x.duckdb"
+    monkeypatch.delenv("KIT_STORE")
+    assert store_path() == Path(".kit/evals.duckdb")
+
+
+def test_contract_tables_and_columns(tmp_path):
+    store = open_store(tmp_path / "s.duckdb")
+    with store.connect() as con:
+        cols = {
+            t: [
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+                    [t],
+                ).fetchall()
+            ]
+            for t in ("runs", "case_results", "check_results")
+        }
+    assert cols["runs"][:7] == ["run_id", "source", "started_at", "git_sha", "agent", "model", "config_hash"]
+    assert cols["case_results"][:9] == [
+        "run_id",
+        "case_id",
+        "attempt",
+        "passed",
+        "steps",
+        "tokens",
+        "cost_usd",
+        "latency_ms",
+        "trace",
+    ]
+    assert cols["check_results"][:8] == ["run_id", "case_id", "attempt", "check", "gate", "outcome", "score", "reason"]
+    assert {"status", "kit_version", "finished_at"} <= set(cols["runs"])
+
+
+def test_record_and_read_back(tmp_path):
+    store = open_store(tmp_path / "s.duckdb")
+    run_id = store.start_run("kit", agent="desk", model="m1", config_hash="abc", git_sha="deadbeef")
+    store.record(run_id, _run("c1", 0, True), {"case_id": "c1", "final_output": "ok", "spans": []})
+    store.record(run_id, CaseRun("c2", 0, (), error="agent raised ValueError"))
+    store.record(run_id, CaseRun("c1", 0, (Result("geval:tone", True, "polite", score=0.8),)), gate="soft")
+    store.record_soft(run_id, "c2", 0, "geval:tone", outcome="skipped", reason="no judge model configured")
+    store.record_soft(
+        run_id,
+        "c1",
+        0,
+        "geval:helpful",
+        outcome="fail",
+        score=0.3,
+        threshold=0.7,
+        judge_model="judge-1",
+        rubric_hash="r1",
+        raw_answer='{"score": 3}',
+    )
+    store.finish_run(run_id)
+    with store.connect() as con:
+        run = con.execute("SELECT source, git_sha, model, config_hash, status, kit_version FROM runs").fetchone()
+        assert run == ("kit", "deadbeef", "m1", "abc", "complete", "0.1.0")
+        assert con.execute("SELECT case_id, passed, steps, outcome FROM case_results ORDER BY case_id").fetchall() == [
+            ("c1", True, 3, "pass"),
+            ("c2", False, None, "error"),
+        ]
+        soft = con.execute("""SELECT case_id, "check", outcome, score FROM check_results WHERE gate = 'soft'
+                              ORDER BY 1, 2""").fetchall()
+        assert soft == [
+            ("c1", "geval:helpful", "fail", 0.3),
+            ("c1", "geval:tone", "pass", 0.8),
+            ("c2", "geval:tone", "skipped", None),
+        ]
+        infra = con.execute("""SELECT outcome, reason FROM check_results WHERE "check" = 'infrastructure'""").fetchall()
+        assert infra == [("error", "agent raised ValueError")]
+        judge = con.execute("SELECT judge_model, rubric_hash, raw_answer FROM judge_calls").fetchall()
+        assert judge == [("judge-1", "r1", '{"score": 3}')]
+        # Merging again adds nothing: offsets are committed with the rows.
+    store.merge()
+    with store.connect() as con:
+        assert con.execute("SELECT count(*) FROM case_results").fetchone()[0] == 2
+
+
+def test_migrates_a_version_1_file_in_place(tmp_path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    migrate(con, target=1)
+    con.execute("INSERT INTO runs VALUES ('r-old', 'kit', now(), 'sha1', 'a', 'm', 'h')")
+    con.execute("INSERT INTO case_results VALUES ('r-old', 'c1', 0, true, 1, 2, 0.1, 3, NULL)")
+    con.execute("INSERT INTO check_results VALUES ('r-old', 'c1', 0, 'finished', 'hard', 'pass', NULL, '')")
+    con.close()
+    store = open_store(path)
+    with store.connect() as con:
+        assert current_version(con) == LATEST > 1
+        assert con.execute("SELECT run_id, status FROM runs").fetchall() == [("r-old", "complete")]
+        assert con.execute("SELECT count(*) FROM case_results").fetchone()[0] == 1
+        assert con.execute("SELECT count(*) FROM check_results").fetchone()[0] == 1
+
+
+def test_a_corrupt_spool_line_is_skipped_not_fatal(tmp_path, capsys):
+    store = open_store(tmp_path / "s.duckdb")
+    run_id = store.start_run("kit", git_sha=None)
+    store.record(run_id, _run("c1", 0, True))
+    os.write(store._writer._fd, b'{"t": "case", "run_id": oops}\n')
+    store.record(run_id, _run("c2", 0, True))
+    store.finish_run(run_id)
+    with store.connect() as con:
+        assert con.execute("SELECT count(*) FROM case_results").fetchone()[0] == 2
+    assert "unreadable spool line" in capsys.readouterr().err
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from kit.result import CaseRun, Result
+    from kit.store import open_store
+    store = open_store(sys.argv[1]); run_id = sys.argv[2]; w = int(sys.argv[3]); n = int(sys.argv[4])
+    for i in range(n):
+        ok = (i + w) % 4 != 0
+        store.record(run_id, CaseRun(f"w{w}-c{i}", 0, (Result("called:x", ok, "r"), Result("budget", True))))
+        if i % 700 == 699:
+            store.merge()  # some writers merge while the others keep writing
+    """
+)
+
+
+def test_eight_writers_at_once_lose_no_row(tmp_path):
+    path = tmp_path / "s.duckdb"
+    store = open_store(path)
+    run_id = store.start_run("kit", git_sha=None)
+    writers, per_writer = 8, 2000
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), run_id, str(w), str(per_writer)])
+        for w in range(writers)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0] * writers
+    store.finish_run(run_id)
+    with store.connect() as con:
+        total, distinct = con.execute(
+            "SELECT count(*), count(DISTINCT case_id) FROM case_results WHERE run_id = ?", [run_id]
+        ).fetchone()
+        checks = con.execute("SELECT count(*) FROM check_results WHERE run_id = ?", [run_id]).fetchone()[0]
+        failed = con.execute("SELECT count(*) FROM case_results WHERE NOT passed").fetchone()[0]
+    assert total == distinct == writers * per_writer
+    assert checks == 2 * writers * per_writer
+    assert failed == writers * per_writer // 4
+    # The writers are gone, so their spools were removed once merged; only this (live) process's remains.
+    assert list(store.spool.glob("*.jsonl")) == [store._writer.path]
+
+
+KILLED = textwrap.dedent(
+    """
+    import os, sys, time
+    from kit.result import CaseRun, Result
+    from kit.store import open_store
+    store = open_store(sys.argv[1])
+    run_id = store.start_run("kit", git_sha=None)
+    for i in range(50):
+        store.record(run_id, CaseRun(f"c{i}", 0, (Result("finished", True),)))
+    os.write(store._writer._fd, b'{"t": "case", "run_id": "' + run_id.encode() + b'", "case_id": "torn')
+    print(run_id, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_sigkilled_run_keeps_finished_results_and_is_incomplete(tmp_path):
+    path = tmp_path / "s.duckdb"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True)
+    run_id = proc.stdout.readline().strip()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    store = open_store(path)
+    with store.connect() as con:
+        assert con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone() == ("incomplete",)
+        assert con.execute("SELECT count(*) FROM case_results WHERE run_id = ?", [run_id]).fetchone()[0] == 50
+
+
+def test_a_live_unfinished_run_is_running_not_incomplete(tmp_path):
+    store = open_store(tmp_path / "s.duckdb")
+    run_id = store.start_run("kit", git_sha=None)
+    store.record(run_id, _run("c1", 0, True))
+    with store.connect() as con:
+        assert con.execute("SELECT status FROM runs").fetchone() == ("running",)
+    detached = store.start_run("promptfoo", git_sha=None, detached=True)
+    with store.connect() as con:
+        assert con.execute("SELECT status FROM runs WHERE run_id = ?", [detached]).fetchone() == ("running",)
