@@ -33,3 +33,13 @@ evals: $(STAMP)
 
 clean:
 	rm -rf $(VENV) node_modules .kit
+
+# --- Promptfoo (issue 6): Node 22 and the Promptfoo CLI from the committed lock file. ---
+NPM_STAMP := node_modules/.installed
+
+.PHONY: promptfoo-install
+promptfoo-install: $(NPM_STAMP)
+
+$(NPM_STAMP): package.json package-lock.json .npmrc
+	npm ci --loglevel=error
+	touch $@
