@@ -1,0 +1,253 @@
+"""OpenAI chat-completions message lists -> traces in the contract format.
+
+Accepted shapes (one conversation each):
+- a list of messages (`{role, content, tool_calls, tool_call_id}`);
+- an object `{"messages": [...], "model", "usage", "case_id", "finish_reason", "latency_ms", "response"}`,
+  where `response` is the chat-completion object that answered the last request;
+- raw chat-completion objects (`{"object": "chat.completion", "choices": [...], "usage": ...}`) anywhere in a
+  message list: they stand for the assistant message they carry, with its token usage.
+A list of conversation objects gives one trace each.
+
+Each assistant message is one model call: an `llm` span (with the usage logged beside it, if any), then a
+`tool` span per tool call (arguments parsed from their JSON string, the result matched by `tool_call_id`),
+then a `message` span for its text. The last assistant text is the final output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from kit.errors import KitInputError
+from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
+
+FINISH_TOOL = "finish"  # agents that end through a finish action (as the kit's reference agent does)
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+class _Function(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    arguments: Any = None
+
+
+class _ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str | None = None
+    type: str = "function"
+    function: _Function
+
+
+class _Usage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    input_tokens: int | None = None  # the Responses API and some proxies spell it this way
+    output_tokens: int | None = None
+
+    @property
+    def tokens_in(self) -> int:
+        return self.prompt_tokens if self.prompt_tokens is not None else (self.input_tokens or 0)
+
+    @property
+    def tokens_out(self) -> int:
+        return self.completion_tokens if self.completion_tokens is not None else (self.output_tokens or 0)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: Any = None
+    name: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+    tool_call_id: str | None = None
+    function_call: _Function | None = None  # the legacy single-function form
+    usage: _Usage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    latency_ms: float | None = None
+
+    @field_validator("role")
+    @classmethod
+    def _known_role(cls, v: str) -> str:
+        if v not in ROLES:
+            raise ValueError(f"unknown role {v!r} (expected one of {', '.join(ROLES)})")
+        return v
+
+
+def is_openai(data: Any) -> bool:
+    """Whether decoded JSON looks like an OpenAI conversation (or a list of them)."""
+    if isinstance(data, dict):
+        return isinstance(data.get("messages"), list) or _is_completion(data)
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return is_openai(data[0]) or isinstance(data[0].get("role"), str)
+    return False
+
+
+def _is_completion(d: Any) -> bool:
+    return isinstance(d, dict) and isinstance(d.get("choices"), list) and "role" not in d
+
+
+def from_openai(data: Any, *, case_id: str, file: str | None = None) -> list[dict[str, Any]]:
+    """Traces from decoded JSON in any accepted shape; attempts count up per case id."""
+    if (
+        isinstance(data, list)
+        and data
+        and all(isinstance(d, dict) and isinstance(d.get("messages"), list) for d in data)
+    ):
+        convs = data
+    elif isinstance(data, list):
+        convs = [{"messages": data}]
+    elif isinstance(data, dict) and isinstance(data.get("messages"), list):
+        convs = [data]
+    elif _is_completion(data):
+        convs = [{"messages": [data]}]
+    else:
+        raise KitInputError("not an OpenAI message list (expected a list of {role, content} messages)", file=file)
+    traces: list[dict[str, Any]] = []
+    attempts: dict[str, int] = {}
+    for n, conv in enumerate(convs):
+        where = f"{file}[{n}]" if file and len(convs) > 1 else file
+        cid = str(conv.get("case_id") or case_id)
+        trace = conversation(conv, case_id=cid, file=where)
+        trace.setdefault("attempt", attempts.get(cid, 0))
+        attempts[cid] = trace["attempt"] + 1
+        traces.append(trace)
+    return traces
+
+
+def _expand(raw: list[Any], file: str | None) -> list[_Message]:
+    """Messages, with raw chat-completion objects replaced by the assistant message they carry."""
+    out: list[_Message] = []
+    for i, item in enumerate(raw):
+        if _is_completion(item):
+            choices = item.get("choices") or []
+            if not choices or not isinstance(choices[0], dict):
+                raise KitInputError(f"message {i}: chat completion without choices", file=file)
+            msg = dict(choices[0].get("message") or {})
+            msg.setdefault("role", "assistant")
+            for key in ("usage", "model"):
+                if item.get(key) is not None:
+                    msg.setdefault(key, item[key])
+            if choices[0].get("finish_reason"):
+                msg.setdefault("finish_reason", choices[0]["finish_reason"])
+            item = msg
+        if not isinstance(item, dict):
+            raise KitInputError(f"message {i}: expected an object, got {type(item).__name__}", file=file)
+        try:
+            out.append(_Message.model_validate(item))
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"])
+            raise KitInputError(f"message {i}: {loc}: {err['msg']}", file=file) from None
+    return out
+
+
+def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None) -> dict[str, Any]:
+    """One conversation object -> one trace dict."""
+    raw = list(conv["messages"])
+    if conv.get("response") is not None:
+        raw.append(conv["response"])
+    messages = _expand(raw, file)
+    results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    by_name = [m for m in messages if m.role == "function"]  # legacy results, matched by order
+
+    spans: list[dict[str, Any]] = []
+    model = conv.get("model")
+    final_output: str | None = None
+    last_finish: str | None = None
+    last_had_calls = False
+    for m in messages:
+        if m.role in ("tool", "function"):
+            continue  # emitted with the call they answer
+        text = content_text(m.content)
+        if m.role != "assistant":
+            spans.append({"kind": "message", "role": m.role, "content": text})
+            continue
+        model = m.model or model
+        llm: dict[str, Any] = {"kind": "llm", "name": m.model or model}
+        if m.usage is not None:
+            llm["tokens_in"], llm["tokens_out"] = m.usage.tokens_in, m.usage.tokens_out
+        if m.latency_ms is not None:
+            llm["latency_ms"] = m.latency_ms
+        spans.append(llm)
+        calls = list(m.tool_calls or [])
+        if m.function_call is not None:
+            calls.append(_ToolCall(id=None, function=m.function_call))
+        if text:  # the model wrote this before its tool calls ran
+            spans.append({"kind": "message", "role": "assistant", "content": text})
+        for call in calls:
+            spans.append(_tool_span(call, results, by_name))
+        final_output = text or _finish_answer(calls)
+        last_finish = m.finish_reason
+        last_had_calls = bool(calls) and calls[-1].function.name != FINISH_TOOL
+
+    _spread_total_usage(spans, conv.get("usage"))
+    finish = conv.get("finish_reason")
+    if finish is None:
+        finish = _finish_reason(final_output, last_finish, last_had_calls)
+    trace: dict[str, Any] = {
+        "case_id": case_id,
+        "model": model,
+        "final_output": conv.get("final_output", final_output),
+        "finish_reason": finish,
+        "spans": spans,
+        "source_format": "openai",
+    }
+    for key in ("attempt", "run_id", "latency_ms", "end_state"):
+        if conv.get(key) is not None:
+            trace[key] = conv[key]
+    return trace
+
+
+def _tool_span(call: _ToolCall, results: dict[str, _Message], legacy: list[_Message]) -> dict[str, Any]:
+    args, arg_error = parse_arguments(call.function.arguments)
+    span: dict[str, Any] = {"kind": "tool", "name": call.function.name, "input": args, "tool_call_id": call.id}
+    result = results.get(call.id) if call.id else None
+    if result is None and call.id is None:
+        result = next((r for r in legacy if r.name == call.function.name), None)
+        if result is not None:
+            legacy.remove(result)
+    if result is None:
+        span["output"] = None
+        span["error"] = arg_error or "no tool result in the conversation"
+        return span
+    output = maybe_json(content_text(result.content))
+    span["output"] = output
+    span["error"] = arg_error or result_error(output)
+    if arg_error:
+        span["raw_arguments"] = call.function.arguments
+    return span
+
+
+def _finish_answer(calls: list[_ToolCall]) -> str | None:
+    """The answer an agent gave through its finish action, when it ended that way."""
+    if not calls or calls[-1].function.name != FINISH_TOOL:
+        return None
+    args, _ = parse_arguments(calls[-1].function.arguments)
+    for key in ("answer", "output", "message", "response", "text"):
+        if isinstance(args.get(key), str):
+            return args[key]
+    return ""
+
+
+def _spread_total_usage(spans: list[dict[str, Any]], usage: Any) -> None:
+    """A conversation-level usage total goes on the first model call, so budget sums stay right."""
+    if not isinstance(usage, dict):
+        return
+    llm = [s for s in spans if s["kind"] == "llm"]
+    if not llm or any("tokens_in" in s for s in llm):
+        return  # per-call usage wins; adding the total too would count tokens twice
+    u = _Usage.model_validate(usage)
+    llm[0]["tokens_in"], llm[0]["tokens_out"] = u.tokens_in, u.tokens_out
+
+
+def _finish_reason(final_output: str | None, last_finish: str | None, last_had_calls: bool) -> str | None:
+    # A conversation that ends on an assistant answer finished; one cut off by the token limit or ending
+    # on a pending tool call did not (the `finished` check must then fail).
+    if last_finish == "length":
+        return "step_cap"
+    if final_output is not None and not last_had_calls:
+        return "finish"
+    return None
