@@ -1,0 +1,62 @@
+"""What the metrics of one test case found, gathered for the store.
+
+DeepEval measures copies of the metrics it is given (`copy_metrics` rebuilds each from its constructor
+arguments), so a metric cannot hand its verdict back through its own attributes. Every metric of a case
+shares one CaseLog instead (it is a constructor argument, so the copies share it too).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from kit.case import Case
+from kit.result import CaseRun, Result
+
+Outcome = str  # pass | fail | error | skipped
+
+
+@dataclass(frozen=True)
+class SoftVerdict:
+    """A rubric's verdict on one run, with the judge call behind it (None fields when not judged)."""
+
+    rubric: str
+    outcome: Outcome
+    reason: str
+    score: float | None = None
+    threshold: float | None = None
+    judge_model: str | None = None
+    rubric_hash: str | None = None
+    raw_answer: str | None = None
+    prompt: str | None = None
+
+
+@dataclass
+class CaseLog:
+    case: Case
+    attempt: int = 0
+    trace: Any = None
+    hard: dict[int, Result] = field(default_factory=dict)  # by index in case.checks: a re-measure overwrites
+    soft: dict[str, SoftVerdict] = field(default_factory=dict)
+    error: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_hard(self, indices: tuple[int, ...], results: tuple[Result, ...]) -> None:
+        with self._lock:
+            self.hard.update(zip(indices, results, strict=True))
+
+    def add_soft(self, verdict: SoftVerdict) -> None:
+        with self._lock:
+            self.soft[verdict.rubric] = verdict
+
+    def case_run(self, run_id: str | None = None) -> CaseRun:
+        """The hard verdict of this run; checks DeepEval never measured make it an error, never a pass."""
+        checks = self.case.checks
+        missing = [checks[i].label for i in range(len(checks)) if i not in self.hard]
+        error = self.error
+        if error is None and missing:
+            error = f"checks not measured by DeepEval: {', '.join(missing)}"
+        ordered = tuple(self.hard[i] for i in range(len(checks)) if i in self.hard)
+        totals: dict[str, Any] = dict(getattr(self.trace, "totals", None) or {})
+        return CaseRun(self.case.id, self.attempt, ordered, run_id=run_id, error=error, metrics=totals)

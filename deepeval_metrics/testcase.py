@@ -1,0 +1,72 @@
+"""An LLMTestCase that carries the kit trace it was built from.
+
+The trace rides on the test case as a field DeepEval never serialises (`create_api_test_case` copies named
+fields only), so the per-test rewrite of `.deepeval/.temp_test_run_data.json` stays small. A plain
+LLMTestCase also works: put the trace dict under `metadata["kit_trace"]`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from deepeval.test_case import LLMTestCase, ToolCall
+from pydantic import Field
+
+from kit.case import Case
+from kit.trace import Trace, parse_trace
+
+TRACE_KEY = "kit_trace"
+
+
+class KitTestCase(LLMTestCase):
+    """An LLMTestCase plus the parsed kit trace (excluded from DeepEval's JSON files)."""
+
+    kit_trace: Any = Field(default=None, exclude=True, repr=False)
+
+
+def _input_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # a list of {role, content} messages: the judge reads it as a transcript
+        return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in value if isinstance(m, dict))
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _tool_calls(trace: Trace) -> list[ToolCall]:
+    calls = []
+    for span in trace.tool_calls:
+        output = span.output if span.error is None else {"error": span.error}
+        calls.append(ToolCall(name=span.name or "?", input_parameters=dict(span.input), output=output))
+    return calls
+
+
+def kit_test_case(trace: Trace | dict[str, Any], case: Case) -> KitTestCase:
+    """The DeepEval view of one run: input, output, reference and tool calls, with the trace attached."""
+    parsed = trace if isinstance(trace, Trace) else parse_trace(trace)
+    return KitTestCase(
+        name=f"{case.id}#{parsed.attempt}",
+        input=_input_text(case.input),
+        actual_output=parsed.output,
+        expected_output=case.reference,
+        tools_called=_tool_calls(parsed),
+        metadata={"case_id": case.id, "attempt": parsed.attempt, "variant": case.variant},
+        tags=list(case.tags) or None,
+        kit_trace=parsed,
+    )
+
+
+def trace_of(test_case: LLMTestCase) -> Trace:
+    """The kit trace behind a test case, or ValueError saying where it was looked for."""
+    attached = getattr(test_case, "kit_trace", None)
+    if isinstance(attached, Trace):
+        return attached
+    if attached is not None:
+        return parse_trace(attached)
+    raw = (test_case.metadata or {}).get(TRACE_KEY)
+    if raw is None:
+        raise ValueError(
+            f"test case {test_case.name or test_case.input[:40]!r} carries no kit trace "
+            f"(build it with kit_test_case(), or put the trace dict under metadata[{TRACE_KEY!r}])"
+        )
+    return parse_trace(raw)
