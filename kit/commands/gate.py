@@ -1,0 +1,60 @@
+"""`kit gate`: exit 1, naming what failed, when the gated run breaks a rule of gates.yaml: a hard check
+failed, a soft gate's pass rate is under its floor, the run did not finish, or (with --baseline) a case
+that passed in the baseline fails now. Exit 2 on bad input (no such run, invalid gates.yaml)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", action="append", help="run(s) to gate (repeatable; default latest)")
+    parser.add_argument("--source", choices=("kit", "deepeval", "promptfoo"), help="only runs from this source")
+    parser.add_argument("--baseline", help="a run to compare against: previous, run id, git sha or model id")
+    parser.add_argument("--config", default="gates.yaml", help="gate policy file (default gates.yaml)")
+    parser.add_argument("--store", help="store file (default $KIT_STORE or .kit/evals.duckdb)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from kit.errors import KitInputError
+    from kit.report.data import gather
+    from kit.report.gate import load_policy, verdict
+    from kit.store import open_store
+    from kit.store import queries as q
+
+    try:
+        policy = load_policy(Path(args.config))
+    except KitInputError as e:
+        print(f"kit gate: {e}", file=sys.stderr)
+        return 2
+    store = open_store(args.store)
+    failed = False
+    try:
+        for ref in args.run or ["latest"]:
+            data = gather(store, ref, source=args.source)
+            baseline = None
+            if args.baseline:
+                with store.connect() as con:
+                    base = q.resolve_run(con, args.baseline, args.source or data.run["source"])
+                    if base == data.run["run_id"]:
+                        print(f"kit gate: baseline {args.baseline!r} is the gated run itself", file=sys.stderr)
+                        return 2
+                    baseline = q.compare(con, base, data.run["run_id"])
+            fails, notes = verdict(data, policy, baseline)
+            label = f"run {data.run['run_id']} ({data.run['source']})"
+            for n in notes:
+                print(f"note: {n}")
+            if fails:
+                failed = True
+                print(f"gate FAILED for {label}: {len(fails)} problem(s)", file=sys.stderr)
+                for f in fails:
+                    print(f"  - {f}", file=sys.stderr)
+            else:
+                rate = data.totals["pass_rate"]
+                print(f"gate passed for {label}" + (f": pass rate {rate:.1%}" if rate is not None else ""))
+    except q.RunNotFound as e:
+        print(f"kit gate: {store.path}: {e}", file=sys.stderr)
+        return 2
+    return 1 if failed else 0

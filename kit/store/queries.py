@@ -1,0 +1,212 @@
+"""Read side: the questions reports, comparisons and gates ask of the store, answered in SQL.
+
+Aggregates follow kit.aggregate's definitions exactly: pass fraction c/n, pass^k = C(c,k)/C(n,k),
+flaky when 0 < c < n; a case passes a suite run when every one of its attempts passed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+# C(c,k)/C(n,k) = prod_{i<k} (c-i)/(n-i); NULL when k is outside 1..n, as kit.aggregate refuses those.
+_MACROS = (
+    """CREATE OR REPLACE TEMP MACRO pass_hat_k(c, n, k) AS CASE
+         WHEN k < 1 OR k > n THEN NULL WHEN k > c THEN 0.0
+         ELSE (SELECT product((c - i)::DOUBLE / (n - i)) FROM range(k) t(i)) END""",
+)
+
+
+def install_macros(con: duckdb.DuckDBPyConnection) -> None:
+    for m in _MACROS:
+        con.execute(m)
+
+
+class RunNotFound(LookupError):
+    pass
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def resolve_run(con: duckdb.DuckDBPyConnection, ref: str = "latest", source: str | None = None) -> str:
+    """A run id from a reference: `latest`, `previous` (the run before latest, of the same source),
+    `latest~N`, a run id or its unique prefix, a git sha (prefix) or a model id (its latest run)."""
+    src_sql, src_params = ("AND source = ?", [source]) if source else ("", [])
+    m = re.fullmatch(r"latest(?:~(\d+))?|previous", ref)
+    if m:
+        back = 1 if ref == "previous" else int(m.group(1) or 0)
+        if ref == "previous" and not source:
+            latest = con.execute("SELECT source FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+            if latest:
+                src_sql, src_params = "AND source = ?", [latest[0]]
+        row = con.execute(
+            f"SELECT run_id FROM runs WHERE true {src_sql} ORDER BY started_at DESC, run_id DESC LIMIT 1 OFFSET ?",
+            [*src_params, back],
+        ).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {ref!r} in the store" + (f" for source {source!r}" if source else ""))
+        return str(row[0])
+    for column, op in (("run_id", "="), ("run_id", "prefix"), ("git_sha", "prefix"), ("model", "=")):
+        cond = f"{column} = ?" if op == "=" else f"starts_with({column}, ?)"
+        found = con.execute(
+            f"SELECT run_id FROM runs WHERE {cond} {src_sql} ORDER BY started_at DESC, run_id DESC",
+            [ref, *src_params],
+        ).fetchall()
+        if column == "run_id" and op == "prefix" and len(found) > 1:
+            raise RunNotFound(f"run reference {ref!r} is ambiguous: {', '.join(r[0] for r in found[:5])}")
+        if found:
+            return str(found[0][0])
+    raise RunNotFound(f"no run matches {ref!r} (not a run id, git sha or model id in the store)")
+
+
+def run_info(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    rows = _rows(con, "SELECT * EXCLUDE (meta) FROM runs WHERE run_id = ?", [run_id])
+    if not rows:
+        raise RunNotFound(f"no run {run_id!r}")
+    return rows[0]
+
+
+def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 20, source: str | None = None) -> list[dict[str, Any]]:
+    """The latest runs, oldest first, with their case-run pass rate."""
+    src = "WHERE r.source = ?" if source else ""
+    return _rows(
+        con,
+        f"""SELECT * FROM (
+              SELECT r.run_id, r.source, r.started_at, r.model, r.git_sha, r.status,
+                     count(c.run_id) AS runs, count_if(c.passed) AS passed,
+                     count_if(c.passed) / nullif(count(c.run_id), 0) AS pass_rate
+              FROM runs r LEFT JOIN case_results c USING (run_id) {src}
+              GROUP BY ALL ORDER BY r.started_at DESC, r.run_id DESC LIMIT ?)
+            ORDER BY started_at, run_id""",
+        [*([source] if source else []), limit],
+    )
+
+
+def case_table(con: duckdb.DuckDBPyConnection, run_id: str, k: int) -> list[dict[str, Any]]:
+    """Per case: runs n, passed c, errors, pass fraction, pass^k (NULL where k > n), flaky."""
+    install_macros(con)
+    return _rows(
+        con,
+        """SELECT case_id, n, c, errors, c / n AS pass_fraction, pass_hat_k(c, n, ?) AS pass_hat_k,
+                  (c > 0 AND c < n) AS flaky
+           FROM (SELECT case_id, count(*) AS n, count_if(passed) AS c,
+                        count_if(outcome = 'error' OR error IS NOT NULL) AS errors
+                 FROM case_results WHERE run_id = ? GROUP BY case_id)
+           ORDER BY pass_fraction, case_id""",
+        [k, run_id],
+    )
+
+
+def suite_pass_hat_k(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[int, float]:
+    """Suite-level pass^k for k = 1..min n: the mean over cases (kit.aggregate.summarize's definition)."""
+    install_macros(con)
+    rows = con.execute(
+        """WITH per AS (SELECT case_id, count(*) AS n, count_if(passed) AS c FROM case_results
+                        WHERE run_id = ? GROUP BY case_id)
+           SELECT k, avg(pass_hat_k(c, n, k)) FROM per, range(1, (SELECT min(n) FROM per) + 1) t(k)
+           GROUP BY k ORDER BY k""",
+        [run_id],
+    ).fetchall()
+    return {int(k): float(v) for k, v in rows}
+
+
+def failing_checks(con: duckdb.DuckDBPyConnection, run_id: str, gate: str = "hard") -> list[dict[str, Any]]:
+    """Per case and check: how many attempts it failed (or errored) and the first reason given."""
+    return _rows(
+        con,
+        """SELECT case_id, "check", outcome, count(*) AS times, first(reason ORDER BY attempt) AS reason
+           FROM check_results WHERE run_id = ? AND gate = ? AND outcome IN ('fail', 'error')
+           GROUP BY ALL ORDER BY case_id, "check", outcome""",
+        [run_id, gate],
+    )
+
+
+def soft_gates(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """Per soft check: counts by outcome, mean score, and the pass rate over the verdicts that were given
+    (skipped is shown apart: it is never a pass, and the gate's policy decides what it means)."""
+    return _rows(
+        con,
+        """SELECT "check", count(*) AS n, count_if(outcome = 'pass') AS passed, count_if(outcome = 'fail') AS failed,
+                  count_if(outcome = 'skipped') AS skipped, count_if(outcome = 'error') AS errors,
+                  avg(score) AS mean_score, min(threshold) AS threshold,
+                  count_if(outcome = 'pass') / nullif(count_if(outcome <> 'skipped'), 0) AS pass_rate
+           FROM check_results WHERE run_id = ? AND gate = 'soft' GROUP BY "check" ORDER BY "check" """,
+        [run_id],
+    )
+
+
+def totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    rows = _rows(
+        con,
+        """SELECT count(DISTINCT case_id) AS cases, count(*) AS runs, count_if(passed) AS passed,
+                  count_if(outcome = 'error' OR error IS NOT NULL) AS errors,
+                  count_if(passed) / nullif(count(*), 0) AS pass_rate,
+                  sum(cost_usd) AS cost_usd, sum(tokens) AS tokens
+           FROM case_results WHERE run_id = ?""",
+        [run_id],
+    )
+    return rows[0]
+
+
+@dataclass
+class Flip:
+    case_id: str
+    before: float  # pass fraction in A
+    after: float  # pass fraction in B
+    checks: list[str] = field(default_factory=list)  # the hard checks that caused it
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    pass_to_fail: list[Flip]
+    fail_to_pass: list[Flip]
+    changes: list[Flip]  # every case in both runs, with its pass-fraction change
+    only_a: list[str]
+    only_b: list[str]
+
+
+def compare(con: duckdb.DuckDBPyConnection, a: str, b: str) -> Comparison:
+    """Cases that flipped between run A and run B; a case passes a run when all its attempts passed."""
+    from kit.aggregate import flips
+
+    per = _rows(
+        con,
+        """SELECT run_id, case_id, count_if(passed) / count(*) AS frac, bool_and(passed) AS ok
+           FROM case_results WHERE run_id IN (?, ?) GROUP BY ALL""",
+        [a, b],
+    )
+    fa = {r["case_id"]: r for r in per if r["run_id"] == a}
+    fb = {r["case_id"]: r for r in per if r["run_id"] == b}
+    failed = _rows(
+        con,
+        """SELECT run_id, case_id, list(DISTINCT "check" ORDER BY "check") AS checks FROM check_results
+           WHERE run_id IN (?, ?) AND gate = 'hard' AND outcome IN ('fail', 'error') GROUP BY ALL""",
+        [a, b],
+    )
+    bad = {(r["run_id"], r["case_id"]): set(r["checks"]) for r in failed}
+    flipped = flips({c: r["ok"] for c, r in fa.items()}, {c: r["ok"] for c, r in fb.items()})
+
+    def flip(case_id: str, culprit_run: str, other_run: str) -> Flip:
+        # The checks failing in the failing side and not in the passing side caused the flip.
+        culprits = bad.get((culprit_run, case_id), set()) - bad.get((other_run, case_id), set())
+        return Flip(case_id, fa[case_id]["frac"], fb[case_id]["frac"], sorted(culprits))
+
+    common = sorted(fa.keys() & fb.keys())
+    return Comparison(
+        a=a,
+        b=b,
+        pass_to_fail=[flip(c, b, a) for c in flipped["pass_to_fail"]],
+        fail_to_pass=[flip(c, a, b) for c in flipped["fail_to_pass"]],
+        changes=[Flip(c, fa[c]["frac"], fb[c]["frac"]) for c in common],
+        only_a=sorted(fa.keys() - fb.keys()),
+        only_b=sorted(fb.keys() - fa.keys()),
+    )
