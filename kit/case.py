@@ -53,7 +53,7 @@ class _CaseModel(BaseModel):
     reference: str | None = None
     runs: int = Field(default=1, ge=1)
     invariants: list[str] = Field(default_factory=list)
-    checks: list[dict[str, Any]] = Field(default_factory=list)
+    checks: list[Any] = Field(default_factory=list)
     context: dict[str, Any] = Field(default_factory=dict)
     variant: str | None = None
     tags: list[str] = Field(default_factory=list)

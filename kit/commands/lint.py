@@ -10,7 +10,7 @@ from typing import Any
 
 import regex
 
-from kit.case import Case, find_invariants_file, load_suite
+from kit.case import CheckSpec, find_invariants_file, load_invariants, load_suite
 from kit.checks.params import SafeRegex
 from kit.errors import KitInputError
 
@@ -50,20 +50,23 @@ def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
     return names
 
 
-def lint_case(case: Case, tools: set[str] | None) -> list[KitInputError]:
+def lint_specs(
+    specs: list[CheckSpec], tools: set[str] | None, *, file: str | None, case: str | None
+) -> list[KitInputError]:
+    """What loading cannot see: tools missing from tools.json, regexes shaped for catastrophic backtracking."""
     problems = []
-    for i, spec in enumerate(case.checks):
-        where = f"#{i + 1} ({spec.type})" if spec.invariant is None else f"{spec.label} of invariant {spec.invariant!r}"
+    for i, spec in enumerate(specs):
+        where = f"#{i + 1} ({spec.type})" + (f" of invariant {spec.invariant!r}" if spec.invariant else "")
         if tools is not None:
             unknown = [t for t in _tools_named(spec.type, spec.params) if t not in tools]
             if unknown:
-                problems.append(KitInputError(f"tool {unknown[0]!r} is not in tools.json", file=case.file,
-                                              case=case.id, check=where))
+                problems.append(KitInputError(f"tool {unknown[0]!r} is not in tools.json", file=file, case=case,
+                                              check=where))
         for v in spec.params.values():
             if isinstance(v, SafeRegex) and _NESTED_QUANTIFIER.search(v.source):
                 problems.append(KitInputError(
                     f"regex {v.source!r} nests quantifiers and can backtrack catastrophically",
-                    file=case.file, case=case.id, check=where))
+                    file=file, case=case, check=where))
     return problems
 
 
@@ -78,17 +81,16 @@ def main(args: argparse.Namespace) -> int:
             tools = set(json.loads(tools_path.read_text(encoding="utf-8")))
         except (OSError, json.JSONDecodeError) as e:
             problems.append(KitInputError(f"cannot read tool schemas: {e}", file=str(tools_path)))
-    seen_invariant_problems: set[str] = set()
+    inv = find_invariants_file(root)
+    if inv is not None and not any(e.file == str(inv) for e in suite.errors):
+        # Each invariant is linted once, not once per case that lists it.
+        for specs in load_invariants(inv).values():
+            problems += lint_specs(specs, tools, file=str(inv), case=None)
     for case in suite.cases:
-        for p in lint_case(case, tools):
-            key = str(p) if p.check and "invariant" not in p.check else (p.check or "")
-            if key in seen_invariant_problems:
-                continue
-            seen_invariant_problems.add(key)
-            problems.append(p)
+        own = [s for s in case.checks if s.invariant is None]
+        problems += lint_specs(own, tools, file=case.file, case=case.id)
     for p in problems:
         print(f"kit lint: {p}", file=sys.stderr)
-    inv = find_invariants_file(root)
     n_checks = sum(len(c.checks) for c in suite.cases)
     status = "OK" if not problems else f"{len(problems)} problems"
     print(f"kit lint: {len(suite.cases)} cases, {n_checks} checks"
