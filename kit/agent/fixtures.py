@@ -1,0 +1,67 @@
+"""The shop's seed data (golden/fixtures/shop.json), parsed once per process and shared read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+# Column types of every sandbox table, in order; the fixture rows must use exactly these keys.
+TABLES: dict[str, dict[str, str]] = {
+    "customers": {
+        "customer_id": "VARCHAR",
+        "name": "VARCHAR",
+        "email": "VARCHAR",
+        "phone": "VARCHAR",
+        "zip": "VARCHAR",
+        "address": "VARCHAR",
+    },
+    "orders": {
+        "order_id": "VARCHAR",
+        "customer_id": "VARCHAR",
+        "total": "DOUBLE",
+        "status": "VARCHAR",
+        "items": "VARCHAR",
+        "shipping_address": "VARCHAR",
+        "placed_at": "VARCHAR",
+    },
+    "refunds": {
+        "refund_id": "VARCHAR",
+        "order_id": "VARCHAR",
+        "amount": "DOUBLE",
+        "reason": "VARCHAR",
+        "created_at": "VARCHAR",
+    },
+    "emails": {"message_id": "VARCHAR", "to_addr": "VARCHAR", "subject": "VARCHAR", "body": "VARCHAR"},
+    "handoffs": {"ticket_id": "VARCHAR", "customer_id": "VARCHAR", "reason": "VARCHAR", "summary": "VARCHAR"},
+    "kb_articles": {"article_id": "VARCHAR", "title": "VARCHAR", "tags": "VARCHAR", "body": "VARCHAR"},
+}
+
+# Tables a tool may write: only these are copied per run (the others are read from the shared seed).
+WRITABLE = ("orders", "refunds", "emails", "handoffs")
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "golden" / "fixtures" / "shop.json"
+
+
+def fixtures_path() -> Path:
+    return Path(os.environ.get("KIT_AGENT_FIXTURES", DEFAULT_PATH))
+
+
+@lru_cache(maxsize=4)
+def load_fixtures(path: str | None = None) -> dict[str, tuple[dict[str, Any], ...]]:
+    """Rows per table, validated against TABLES; a bad fixture file fails with its name and the row."""
+    p = Path(path) if path else fixtures_path()
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p}: cannot read shop fixtures: {exc}") from None
+    out: dict[str, tuple[dict[str, Any], ...]] = {}
+    for table, columns in TABLES.items():
+        rows = data.get(table, [])
+        for n, row in enumerate(rows):
+            if set(row) != set(columns):
+                raise ValueError(f"{p}: {table}[{n}] has keys {sorted(row)}, expected {sorted(columns)}")
+        out[table] = tuple(rows)
+    return out
