@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
+import threading
 from typing import Any
 
 from kit.canonical import canonical
@@ -34,43 +36,70 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def end_state_db(trace: Trace) -> Any:
-    """One DuckDB connection per trace holding its end-state tables, with every door to the outside shut:
-    no files, no network, no extensions, and the settings locked so a query cannot reopen them."""
-    con = trace.derived.get("end_state_db")
-    if con is not None:
-        return con
-    import duckdb
+class _Sandbox:
+    """One locked-down in-memory DuckDB per process, holding one trace's end-state tables at a time.
 
-    con = duckdb.connect(":memory:")
-    for table, rows in trace.end_state.items():
-        columns: list[str] = []
-        for row in rows:
-            for k in row:
-                if k not in columns:
-                    columns.append(k)
-        if not columns:
-            columns = ["_empty"]  # a table with no rows and no known columns still exists (count(*) = 0)
-        types = [_column_type([r.get(c) for r in rows]) for c in columns]
-        con.execute(
-            f"CREATE TABLE {_quote(table)} ("
-            + ", ".join(f"{_quote(c)} {t}" for c, t in zip(columns, types, strict=True))
-            + ")"
-        )
-        if rows:
-            values = [
-                [canonical(r.get(c)) if t == "JSON" and r.get(c) is not None else r.get(c)
-                 for c, t in zip(columns, types, strict=True)]
-                for r in rows
-            ]
-            marks = ", ".join("?" for _ in columns)
-            con.executemany(f"INSERT INTO {_quote(table)} VALUES ({marks})", values)
-    con.execute("SET enable_external_access = false")
-    con.execute("SET autoinstall_known_extensions = false")
-    con.execute("SET autoload_known_extensions = false")
-    con.execute("SET lock_configuration = true")
-    trace.derived["end_state_db"] = con
-    return con
+    Opening a DuckDB database costs ~15 ms and loading a trace's tables ~1 ms, so the database is shared and
+    the tables are swapped in under a lock: while a query runs, the only tables that exist are its own
+    trace's. Every door to the outside is shut (no files, no network, no extensions) and the configuration
+    is locked, and queries are SELECTs (checked at load), so a query cannot change what the next one sees.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.con: Any = None
+        self.pid = 0
+        self.loaded: object | None = None
+        self.tables: list[str] = []
+
+    def _connect(self) -> Any:
+        import duckdb
+
+        con = duckdb.connect(":memory:", config={
+            "enable_external_access": False,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        })
+        con.execute("SET lock_configuration = true")
+        return con
+
+    def _load(self, trace: Trace) -> None:
+        for table in self.tables:
+            self.con.execute(f"DROP TABLE {table}")
+        self.tables = []
+        for table, rows in trace.end_state.items():
+            columns: list[str] = []
+            for row in rows:
+                columns.extend(k for k in row if k not in columns)
+            if not columns:
+                columns = ["_empty"]  # a table with no rows and no known columns still exists (count(*) = 0)
+            types = [_column_type([r.get(c) for r in rows]) for c in columns]
+            name = _quote(table)
+            cols = ", ".join(f"{_quote(c)} {t}" for c, t in zip(columns, types, strict=True))
+            self.con.execute(f"CREATE TABLE {name} ({cols})")
+            self.tables.append(name)
+            if rows:
+                values = [
+                    canonical(r.get(c)) if t == "JSON" and r.get(c) is not None else r.get(c)
+                    for r in rows
+                    for c, t in zip(columns, types, strict=True)
+                ]
+                marks = "(" + ", ".join("?" for _ in columns) + ")"
+                self.con.execute(f"INSERT INTO {name} VALUES " + ", ".join(marks for _ in rows), values)
+
+    def query(self, trace: Trace, sql: str) -> list[tuple[Any, ...]]:
+        with self.lock:
+            if self.con is None or self.pid != os.getpid():  # a forked child must not share the parent's
+                self.con, self.pid, self.loaded, self.tables = self._connect(), os.getpid(), None, []
+            token = trace.derived.setdefault("end_state_token", object())
+            if self.loaded is not token:
+                self.loaded = None
+                self._load(trace)
+                self.loaded = token
+            return self.con.execute(sql).fetchall()
+
+
+_SANDBOX = _Sandbox()
 
 
 def _plain(v: Any) -> Any:
@@ -100,8 +129,7 @@ def end_state(
     empty: bool = False,
     ordered: bool = False,
 ) -> Result:
-    con = end_state_db(trace).cursor()
-    rows = [_plain(list(r)) for r in con.execute(query.source).fetchall()]
+    rows = [_plain(list(r)) for r in _SANDBOX.query(trace, query.source)]
     if empty:
         if not rows:
             return Result("end_state", True)
