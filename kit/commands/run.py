@@ -1,0 +1,270 @@
+"""`kit run`: run the golden cases on an agent N times, in parallel, and evaluate every run.
+
+    kit run [--cases golden/] [--runs N] [--agent module:callable] [--variant NAME] [--json]
+            [--shard i/n --out PATH] [--replay [DIR] | --record DIR] [--timeout S] [--workers N]
+
+Prints per case the pass fraction, pass^k and the failing checks with their reasons; results go to the
+store (`.kit/evals.duckdb`, or $KIT_STORE), or to `.kit/runs/<run_id>.json` when the store cannot be
+used. With `--shard i/n`, runs one deterministic slice of the cases and writes its results to a file the
+store merges. Exit 0 when every run passes, 1 when any fails or errors, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kit.errors import KitInputError
+
+RECORD_BATCH = 64  # results per store write: one syscall per batch, and a crash loses at most this many
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cases", default="golden", metavar="PATH", help="a case file or folder (default: golden)")
+    parser.add_argument("--invariants", metavar="FILE", help="invariants file (default: nearest invariants.yaml)")
+    parser.add_argument("-k", "--only", action="append", metavar="GLOB", help="run only cases whose id matches")
+    parser.add_argument("--runs", type=int, metavar="N", help="runs per case (default: each case's `runs`)")
+    parser.add_argument("--agent", metavar="MODULE:CALLABLE", help="your agent (default: the reference agent)")
+    parser.add_argument("--variant", metavar="NAME", help="a fault variant of the reference agent")
+    parser.add_argument(
+        "--policy",
+        default="deterministic",
+        choices=("deterministic", "model"),
+        help="the reference agent's policy (default: deterministic)",
+    )
+    tapes = parser.add_mutually_exclusive_group()
+    tapes.add_argument(
+        "--replay",
+        nargs="?",
+        const="golden/cassettes",
+        metavar="DIR",
+        help="tools answer from recorded cassettes DIR/<case_id>.json (default DIR: golden/cassettes)",
+    )
+    tapes.add_argument("--record", metavar="DIR", help="record each case's first run to DIR/<case_id>.json")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per run (default 60)")
+    parser.add_argument("--workers", type=int, metavar="N", help="parallel runs (default: the CPUs available)")
+    parser.add_argument(
+        "--pool",
+        default="process",
+        choices=("process", "thread", "serial"),
+        help="how runs are parallelised (default: process)",
+    )
+    parser.add_argument("--shard", metavar="I/N", help="run shard I of N (1-based) and write it to --out")
+    parser.add_argument("--out", metavar="PATH", help="results file: a .json file, or a folder of Parquet files")
+    parser.add_argument(
+        "--run-id",
+        metavar="ID",
+        help="the suite run's id (default: $KIT_RUN_ID or a new one); give every shard of one suite the same id",
+    )
+    parser.add_argument("--store", metavar="FILE", help="the DuckDB store (default: $KIT_STORE or .kit/evals.duckdb)")
+    parser.add_argument("--no-store", action="store_true", help="write results to a JSON file, not the store")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (the `kit check --json` shape)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return _main(args)
+    except KitInputError as e:
+        print(f"kit run: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    from kit.aggregate import summarize
+    from kit.case import load_suite
+    from kit.runner import RunOptions, parse_shard, plan, run_suite, shard_cases
+    from kit.runner_output import Progress, report
+
+    if args.runs is not None and args.runs < 1:
+        raise KitInputError(f"--runs must be at least 1, got {args.runs}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise KitInputError(f"--timeout must be positive, got {args.timeout}")
+    shard = parse_shard(args.shard) if args.shard else None
+    suite = load_suite(args.cases, args.invariants)
+    for e in suite.errors:
+        print(f"kit run: {e}", file=sys.stderr)
+    cases = suite.cases
+    if args.only:
+        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.id, g) for g in args.only)]
+    if not cases:
+        raise KitInputError("no cases to run" + (f" match {args.only}" if args.only else ""), file=args.cases)
+    if shard:
+        cases = shard_cases(cases, *shard, runs=args.runs)
+    agent = _agent(args)
+
+    jobs = plan(cases, args.runs)
+    run_id = args.run_id or os.environ.get("KIT_RUN_ID") or _new_run_id()
+    run_row = {
+        "run_id": run_id,
+        "source": "kit",
+        "started_at": _now(),
+        "agent": agent.name,
+        "model": _model(args, agent),
+        "config_hash": _config_hash(agent.name, cases, args.runs),
+        "meta": {"shard": args.shard, "workers": args.workers, "pool": args.pool, "runs": len(jobs)},
+    }
+    sink = _Sink(args, run_row, to_file=bool(shard or args.no_store))
+    where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
+    if not args.json:
+        print(f"kit run {run_id}: {len(cases)} cases, {len(jobs)} runs on {agent.name}{where}", file=sys.stderr)
+    progress = Progress(len(jobs), enabled=not args.quiet)
+    t0 = time.perf_counter()
+
+    def landed(outcome: Any) -> None:
+        progress.update(outcome.case_run)
+        sink.add(outcome)
+
+    options = RunOptions(runs=args.runs, timeout=args.timeout, workers=args.workers, mode=args.pool, shard=shard)
+    outcomes = run_suite(jobs, agent, options, run_id=run_id, on_outcome=landed)
+    wall = time.perf_counter() - t0
+    destination = sink.close(outcomes)
+
+    runs = [o.case_run for o in outcomes]
+    summary = summarize(runs)
+    if args.json:
+        out = {
+            "run_id": run_id,
+            "agent": agent.name,
+            "results_at": destination,
+            "wall_s": round(wall, 3),
+            "results": [r.to_dict() for r in runs],
+            "summary": summary,
+        }
+        print(json.dumps(out, default=str))
+    else:
+        report(runs, summary, verbose=args.verbose)
+        print(f"{len(jobs)} runs in {wall:.2f}s ({len(jobs) / max(wall, 1e-9):.1f} runs/s); results: {destination}")
+    if suite.errors:
+        return 2
+    return 0 if runs and all(r.passed for r in runs) else 1
+
+
+def _agent(args: argparse.Namespace) -> Any:
+    from kit.runner_agents import load_agent, reference_agent
+
+    if args.agent:
+        if args.variant or args.replay or args.record or args.policy != "deterministic":
+            raise KitInputError(
+                "--variant, --policy, --replay and --record drive the reference agent; not with --agent"
+            )
+        return load_agent(args.agent)
+    if args.variant:
+        from kit.agent.run import VARIANTS
+
+        if args.variant not in VARIANTS:
+            raise KitInputError(f"unknown variant {args.variant!r} (known: {', '.join(VARIANTS)})")
+    if args.replay and not Path(args.replay).is_dir():
+        raise KitInputError("no such cassette folder", file=args.replay)
+    return reference_agent(variant=args.variant, policy=args.policy, replay=args.replay, record=args.record)
+
+
+def _model(args: argparse.Namespace, agent: Any) -> str | None:
+    if args.agent:
+        return os.environ.get("KIT_MODEL")
+    return os.environ.get("KIT_MODEL") if args.policy == "model" else "deterministic-policy"
+
+
+def _config_hash(agent: str, cases: list[Any], runs: int | None) -> str:
+    """Same agent, same cases and checks, same N: same hash (so runs are comparable)."""
+    h = hashlib.sha256(f"{agent}|{runs}".encode())
+    for c in sorted(cases, key=lambda c: c.id):
+        h.update(json.dumps([c.id, c.input, [s.raw for s in c.checks]], sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def _new_run_id() -> str:
+    try:
+        from kit.store import new_run_id
+
+        return new_run_id("kit")
+    except ImportError:  # pragma: no cover - the store ships with the kit
+        import uuid
+
+        return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-kit-" + uuid.uuid4().hex[:6]
+
+
+def _now() -> str:
+    from kit.runner_results import now
+
+    return now()
+
+
+class _Sink:
+    """Results to the store as they land (in batches), or to a file at the end. If the store fails at
+    any point, everything goes to the JSON file instead, and the message says so."""
+
+    def __init__(self, args: argparse.Namespace, run_row: dict[str, Any], *, to_file: bool) -> None:
+        self.args, self.run_row, self.store, self.pending = args, run_row, None, []
+        if to_file:
+            return
+        try:
+            from kit.store import open_store
+
+            self.store = open_store(args.store)
+            self.store.start_run(
+                "kit",
+                agent=run_row["agent"],
+                model=run_row["model"],
+                config_hash=run_row["config_hash"],
+                run_id=run_row["run_id"],
+                meta=run_row["meta"],
+            )
+        except Exception as e:  # the store is optional: results must never be lost because of it
+            self._store_failed(e)
+
+    def _store_failed(self, e: Exception) -> None:
+        print(f"kit run: store unavailable ({type(e).__name__}: {e}); writing results to a file", file=sys.stderr)
+        self.store = None
+
+    def add(self, outcome: Any) -> None:
+        if self.store is None:
+            return
+        self.pending.append(outcome)
+        if len(self.pending) >= RECORD_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        batch, self.pending = self.pending, []
+        if self.store is None or not batch:
+            return
+        try:
+            self.store.record_many(self.run_row["run_id"], [(o.case_run, o.trace) for o in batch])
+        except Exception as e:
+            self._store_failed(e)
+
+    def close(self, outcomes: list[Any]) -> str:
+        """Finish the run; returns where the results are."""
+        from kit.runner_results import rows, write_file
+
+        if self.store is not None:
+            self._flush()
+            try:
+                if self.store is not None:
+                    self.store.finish_run(self.run_row["run_id"])
+                    self.store.close()
+                    if not self.args.out:
+                        return str(self.store.path)
+                    self.run_row.update(status="complete", finished_at=_now())
+                    written = write_file(self.args.out, rows(self.run_row, outcomes))
+                    return f"{self.store.path} and {written}"
+            except Exception as e:
+                self._store_failed(e)
+        self.run_row.update(status="complete", finished_at=_now())
+        args = self.args
+        if args.out:
+            path = args.out
+        elif args.shard:
+            i, n = args.shard.split("/")
+            path = f".kit/shards/{self.run_row['run_id']}-{i}-of-{n}"
+        else:
+            path = f".kit/runs/{self.run_row['run_id']}.json"
+        return str(write_file(path, rows(self.run_row, outcomes)))

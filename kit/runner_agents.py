@@ -1,0 +1,140 @@
+"""Agents the runner can drive: the kit's reference agent, or a user's callable (`module:callable`).
+
+A user's callable takes the case input (and, if it accepts a second argument or a `case` keyword, the
+Case) and returns a trace dict in the contract format, a `kit.trace.Trace`, or an OpenAI message list
+(imported as a trace). Whatever it returns is checked here: a malformed result is the run's error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kit.case import Case
+from kit.errors import KitInputError
+from kit.trace import Trace, parse_trace
+
+AgentFn = Callable[[Case, int], Any]  # (case, attempt) -> whatever the agent returns
+
+
+class MalformedTrace(Exception):
+    """The agent returned something that is not a trace; the message says what and why."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    call: AgentFn
+    uses_kit_agent: bool = False
+
+
+def reference_agent(
+    *,
+    variant: str | None = None,
+    policy: str = "deterministic",
+    replay: str | Path | None = None,
+    record: str | Path | None = None,
+) -> Agent:
+    """The kit's reference agent on a fresh agent and sandbox per call (kit.agent.run_agent).
+
+    `replay`: a folder of cassettes (`<case_id>.json`): tools (and the model) answer from the recording.
+    `record`: a folder to record attempt 0 of each case into. A case's own `cassette:` field (a path
+    relative to its file) wins over the folder.
+    """
+    from kit.agent import run_agent
+
+    folder = Path(replay or record) if (replay or record) else None
+
+    def call(case: Case, attempt: int) -> Any:
+        kwargs: dict[str, Any] = {
+            "case_id": case.id,
+            "attempt": attempt,
+            "context": dict(case.context),
+            "variant": variant or case.variant,
+            "policy": policy,
+        }
+        own = case.extra.get("cassette")
+        if own is not None and case.file:
+            tape: Path | None = Path(case.file).parent / str(own)
+        else:
+            tape = folder / f"{case.id}.json" if folder is not None else None
+        if tape is not None and (replay or attempt == 0):
+            # Recording every attempt into one file would race; the first attempt is the recording.
+            kwargs["cassette"], kwargs["record"] = str(tape), record is not None
+        return run_agent(case.input, **kwargs)
+
+    mode = "+replay" if replay else ("+record" if record else "")
+    label = f"reference:{policy}{mode}" + (f"+{variant}" if variant else "")
+    return Agent(label, call, uses_kit_agent=True)
+
+
+def load_agent(spec: str) -> Agent:
+    """`module:callable` (the current folder is importable) as an Agent, or KitInputError."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise KitInputError(f"--agent must be module:callable, got {spec!r}")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # an import error in the user's module is bad input, said in one line
+        raise KitInputError(f"--agent {spec}: cannot import {module_name}: {type(e).__name__}: {e}") from None
+    fn: Any = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise KitInputError(f"--agent {spec}: {module_name} has no attribute {attr!r}")
+    if not callable(fn):
+        raise KitInputError(f"--agent {spec}: {attr} is not callable")
+    wants_case = _wants_case(fn)
+
+    def call(case: Case, attempt: int) -> Any:
+        return fn(case.input, case) if wants_case else fn(case.input)
+
+    return Agent(spec, call)
+
+
+def _wants_case(fn: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.name == "case" for p in params) or any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2
+
+
+def to_trace(result: Any, case: Case, attempt: int, run_id: str | None) -> tuple[Trace, dict[str, Any]]:
+    """The agent's return value as a validated Trace for this case and attempt (and the dict it was
+    read from, which is what the store keeps), or MalformedTrace."""
+    if isinstance(result, Trace):
+        data: Any = result.model_dump(mode="json")
+    elif isinstance(result, list):
+        from kit.importers import convert
+
+        try:
+            [data] = convert({"messages": result}, "openai", case_id=case.id)
+        except KitInputError as e:
+            raise MalformedTrace(f"returned a message list that does not import: {e}") from None
+        except ValueError:
+            raise MalformedTrace("returned a message list that imports as several traces") from None
+    elif isinstance(result, dict):
+        data = dict(result)
+    else:
+        raise MalformedTrace(
+            f"returned {type(result).__name__}, expected a trace dict, a Trace or an OpenAI message list"
+        )
+    # The runner knows which case and attempt this was; an agent's own ids cannot misfile the run.
+    data["case_id"], data["attempt"] = case.id, attempt
+    if run_id is not None:
+        data["run_id"] = run_id
+    try:
+        return parse_trace(data), data
+    except KitInputError as e:
+        raise MalformedTrace(f"returned a malformed trace: {e.message}") from None
