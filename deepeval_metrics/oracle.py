@@ -87,10 +87,10 @@ class OracleMetric(BaseMetric):
         if errors:  # a check that raised is an error outcome in DeepEval too, so it can never read as a pass
             self.error = "; ".join(f"{r.name}: {r.reason}" for r in errors)
         bad = errors + failures
-        if bad:
+        if len(results) == 1:  # DeepEval prints the metric's name (the check's) beside the reason
+            self.reason = results[0].reason or results[0].outcome
+        elif bad:
             self.reason = "; ".join(f"{r.name}: {r.outcome}: {r.reason}" for r in bad)
-        elif len(results) == 1:
-            self.reason = results[0].reason or "passed"
         else:
             self.reason = f"all {len(results)} checks passed"
         self.success = not bad

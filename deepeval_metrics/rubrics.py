@@ -49,7 +49,6 @@ class Rubric(BaseModel):
     params: list[str] = Field(default_factory=lambda: ["input", "actual_output"])
     threshold: float = Field(default=0.5, ge=0, le=1)
     applies_to: AppliesTo = Field(default_factory=AppliesTo)
-    floor: float | None = Field(default=None, ge=0, le=1)
 
     @model_validator(mode="after")
     def _checked(self) -> Rubric:
@@ -80,7 +79,6 @@ class Rubric(BaseModel):
 class RubricSet(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    floor: float = Field(default=1.0, ge=0, le=1)
     rubrics: list[Rubric] = Field(default_factory=list)
     file: str | None = None
 
@@ -94,10 +92,6 @@ class RubricSet(BaseModel):
 
     def for_case(self, case: Case) -> list[Rubric]:
         return [r for r in self.rubrics if r.applies_to.matches(case)]
-
-    def floor_of(self, name: str) -> float:
-        rubric = next((r for r in self.rubrics if r.name == name), None)
-        return rubric.floor if rubric is not None and rubric.floor is not None else self.floor
 
 
 def load_rubrics(path: str | Path) -> RubricSet:

@@ -1,0 +1,54 @@
+"""The golden suite under DeepEval: every case, every attempt, a fresh agent run, the oracle's checks as
+hard-gate metrics and the rubrics that apply as soft gates.
+
+    deepeval test run tests/evals                      # or: make deepeval-evals
+    KIT_VARIANT=skip_lookup deepeval test run tests/evals
+    KIT_CASES=path/to/cases KIT_RUBRICS=path/to/rubrics.yaml ...
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from deepeval import assert_test
+
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.oracle import oracle_metrics
+from deepeval_metrics.rubric_metric import rubric_metrics
+from deepeval_metrics.rubrics import load_rubrics
+from deepeval_metrics.runner import load_agent, run_case
+from deepeval_metrics.session import EvalSession
+from deepeval_metrics.testcase import kit_test_case
+from kit.case import Case, load_suite
+from kit.judge import judge_config
+from kit.trace import parse_trace
+
+SUITE = load_suite(os.environ.get("KIT_CASES") or "golden")
+RUBRICS = load_rubrics(os.environ.get("KIT_RUBRICS") or "golden/rubrics.yaml")
+JUDGE = judge_config()
+RUNS = [pytest.param(c, a, id=f"{c.id}#{a}") for c in SUITE.cases for a in range(c.runs)]
+
+
+if SUITE.errors:  # one broken case fails here, by name; the other cases still run below
+
+    @pytest.mark.parametrize("error", [pytest.param(e, id=str(e)[:80]) for e in SUITE.errors])
+    def test_golden_file_loads(error: Exception) -> None:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.mark.parametrize(("case", "attempt"), RUNS)
+def test_golden_case(case: Case, attempt: int, kit_session: EvalSession) -> None:
+    log = CaseLog(case, attempt)
+    try:
+        raw = run_case(load_agent(), case, attempt)
+        log.trace = parse_trace(raw)
+    except Exception as exc:  # the agent raised or returned a malformed trace: an error, recorded
+        log.error = f"{type(exc).__name__}: {exc}"
+        kit_session.record(log)
+        pytest.fail(f"case {case.id} attempt {attempt}: no trace: {log.error}", pytrace=False)
+    metrics = [*oracle_metrics(case, log), *rubric_metrics(RUBRICS, case, JUDGE, log)]
+    try:
+        assert_test(kit_test_case(log.trace, case), metrics)
+    finally:
+        kit_session.record(log)
