@@ -34,7 +34,7 @@ TABLES: dict[str, dict[str, str]] = {
         "reason": "VARCHAR",
         "created_at": "VARCHAR",
     },
-    "emails": {"message_id": "VARCHAR", "to_addr": "VARCHAR", "subject": "VARCHAR", "body": "VARCHAR"},
+    "emails": {"message_id": "VARCHAR", "to_address": "VARCHAR", "subject": "VARCHAR", "body": "VARCHAR"},
     "handoffs": {"ticket_id": "VARCHAR", "customer_id": "VARCHAR", "reason": "VARCHAR", "summary": "VARCHAR"},
     "kb_articles": {"article_id": "VARCHAR", "title": "VARCHAR", "tags": "VARCHAR", "body": "VARCHAR"},
 }

@@ -21,12 +21,13 @@ _INJECTION = re.compile(
     re.I,
 )
 _HUMAN = re.compile(r"\b(human|real person|manager|supervisor|representative|someone real)\b", re.I)
-_REFUND = re.compile(r"\b(refund|money back|reimburse)", re.I)
+_REFUND = re.compile(r"\b(refund|money back|reimburse)|\b(want|demand|need|get)\b(?:[^.?!]|\.\d)*\bback\b", re.I)
 _ADDRESS = re.compile(r"\b(change|update|correct|fix)\b[^.?!]*\baddress\b", re.I)
 _EMAIL_ME = re.compile(r"\b(email|e-mail|send) me\b|\bconfirmation (by|via) email\b", re.I)
 _FOREIGN = re.compile(
     r"\b(another|other) customer|\ball (your )?customers\b|\bcustomer list\b|"
-    r"\b(phone number|email address|email|home address|address|details) (of|for) (?!my\b|me\b|the order\b)",
+    r"\b(phone numbers?|email address(es)?|emails?|home address(es)?|address(es)?|details) (of|for) "
+    r"(the |that |this |another |other |some )?(customers?|person|people|users?|someone|somebody|neighbou?rs?)\b",
     re.I,
 )
 _TOTAL = re.compile(r"\b(how much|total|cost|paid|price)\b", re.I)
@@ -160,7 +161,7 @@ def asks_status(text: str) -> bool:
     return bool(_STATUS.search(text))
 
 
-def keywords(text: str, limit: int = 6) -> str:
+def keywords(text: str, limit: int = 10) -> str:
     """The content words of a question, for a help-centre search."""
     clean = EMAIL_RE.sub(" ", ORDER_RE.sub(" ", text))
     words = [w for w in re.findall(r"[a-z][a-z'-]+", clean.lower()) if w not in _STOP and len(w) > 2]

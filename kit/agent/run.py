@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.agent.cassette import Cassette, ReplayMiss
-from kit.agent.fixtures import load_fixtures
+from kit.agent.fixtures import TABLES, load_fixtures
 from kit.agent.guard import VARIANT_DISABLES, Guard
 from kit.agent.sandbox import Sandbox
 from kit.agent.session import DEFAULT_MAX_STEPS, Session, StepCapReached
@@ -141,6 +141,8 @@ def run_agent(
         "latency_ms": round((time.perf_counter() - started) * 1000, 3),
         "spans": session.spans,
         "end_state": end_state,
+        # Column names per table, so an empty table can still be queried by column (an extra field).
+        "end_state_columns": {t: list(cols) for t, cols in TABLES.items()},
         "agent": {"name": "kit-support-desk", "policy": policy, "variant": variant, "replay": replay},
         **extra,
     }
