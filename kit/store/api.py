@@ -37,6 +37,14 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
+def _iso_utc(stamp: str) -> str:
+    """An ISO timestamp as naive UTC (DuckDB's TIMESTAMP), whatever offset it was written with."""
+    t = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.UTC).replace(tzinfo=None)
+    return t.isoformat(timespec="microseconds")
+
+
 def current_git_sha(cwd: str | os.PathLike[str] | None = None) -> str | None:
     try:
         out = subprocess.run(
@@ -109,11 +117,13 @@ class Store:
         run_id: str | None = None,
         meta: dict[str, Any] | None = None,
         detached: bool = False,
+        started_at: str | None = None,
     ) -> str:
         """Record a new run and return its id.
 
         The run belongs to this process: if it dies before `finish_run`, the run is marked `incomplete`.
         `detached=True` for a run that other processes will finish (it stays `running` until then).
+        `started_at` (ISO 8601, UTC) for results produced earlier, e.g. an ingested file's own timestamp.
         """
         from kit import __version__
 
@@ -125,7 +135,7 @@ class Store:
                 "ts": _now(),
                 "run_id": run_id,
                 "source": source,
-                "started_at": _now(),
+                "started_at": _iso_utc(started_at) if started_at else _now(),
                 "git_sha": sha,
                 "agent": agent,
                 "model": model,

@@ -1,0 +1,40 @@
+"""`kit ingest promptfoo FILE.json` / `kit ingest deepeval FILE.json`: load those tools' own result files
+into the store, one run per file (per provider, for Promptfoo). A file already ingested is skipped."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("tool", choices=("promptfoo", "deepeval"), help="which tool wrote the file")
+    parser.add_argument("files", nargs="+", type=Path, help="promptfoo eval -o FILE.json, or a DeepEval test-run JSON")
+    parser.add_argument("--git-sha", help="the commit the results were produced at (default: none recorded)")
+    parser.add_argument("--force", action="store_true", help="ingest again as a new run if already present")
+    parser.add_argument("--store", help="store file (default $KIT_STORE or .kit/evals.duckdb)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from kit.errors import KitInputError
+    from kit.store import open_store
+
+    if args.tool == "promptfoo":
+        from kit.store.ingest.promptfoo import ingest
+    else:
+        from kit.store.ingest.deepeval import ingest
+    store = open_store(args.store)
+    status = 0
+    for path in args.files:
+        try:
+            done = ingest(store, path, git_sha=args.git_sha, force=args.force)
+        except KitInputError as e:
+            print(f"kit ingest: {e}", file=sys.stderr)
+            status = 2
+            continue
+        for run_id in done.skipped_runs:
+            print(f"{path}: already in the store as run {run_id} (--force to ingest again)")
+        if done.run_ids:
+            print(f"{path}: {done.cases} cases, {done.results} check results → run {', '.join(done.run_ids)}")
+    return status
