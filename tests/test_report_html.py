@@ -16,10 +16,16 @@ from kit.store import open_store
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--proxy-server=127.0.0.1:9",  # belt and braces: nothing the page asks for may leave the machine
-]  # fmt: skip
+]
 
 # Injected into a copy of the report only: reports what the browser actually laid out.
 PROBE = """<script>

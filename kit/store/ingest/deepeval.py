@@ -140,19 +140,41 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
             outcome = _outcome(m)
             done.results += 1
             if is_soft(m):
-                store.record_soft(run_id, case_id, attempt, m.name, outcome=outcome, score=m.score,  # type: ignore[arg-type]
-                                  threshold=m.threshold, reason=m.reason or m.error or "",
-                                  judge_model=m.evaluation_model, raw_answer=m.verbose_logs)  # fmt: skip
+                store.record_soft(
+                    run_id,
+                    case_id,
+                    attempt,
+                    m.name,
+                    outcome=outcome,
+                    score=m.score,  # type: ignore[arg-type]
+                    threshold=m.threshold,
+                    reason=m.reason or m.error or "",
+                    judge_model=m.evaluation_model,
+                    raw_answer=m.verbose_logs,
+                )
             else:
-                hard.append(Result(m.name, outcome == "pass", m.error or m.reason or "", error=outcome == "error",
-                                   score=m.score))  # fmt: skip
+                hard.append(
+                    Result(
+                        m.name, outcome == "pass", m.error or m.reason or "", error=outcome == "error", score=m.score
+                    )
+                )
         if not hard and tc.success is False:
             hard.append(Result("deepeval:success", False, "DeepEval marked the test case failed"))
         tokens = (tc.input_token_count or 0) + (tc.output_token_count or 0) or None
-        metrics = {"steps": None, "tokens": tokens, "cost_usd": tc.token_cost,
-                   "latency_ms": tc.completion_time * 1000 if tc.completion_time is not None else None}  # fmt: skip
-        trace = {"case_id": case_id, "attempt": attempt, "final_output": tc.actual_output, "input": tc.input,
-                 "tools_called": tc.tools_called, "spans": []}  # fmt: skip
+        metrics = {
+            "steps": None,
+            "tokens": tokens,
+            "cost_usd": tc.token_cost,
+            "latency_ms": tc.completion_time * 1000 if tc.completion_time is not None else None,
+        }
+        trace = {
+            "case_id": case_id,
+            "attempt": attempt,
+            "final_output": tc.actual_output,
+            "input": tc.input,
+            "tools_called": tc.tools_called,
+            "spans": [],
+        }
         batch.append((CaseRun(case_id, attempt, tuple(hard), metrics=metrics), trace))
     store.record_many(run_id, batch)
     store.finish_run(run_id)

@@ -18,10 +18,25 @@ from kit.store.ingest import Ingested, digest, existing_runs, read_json
 
 # Promptfoo's model-graded assertion types (judged by an LLM or a model): soft gates.
 MODEL_GRADED = {
-    "llm-rubric", "g-eval", "model-graded-closedqa", "model-graded-factuality", "factuality",
-    "answer-relevance", "context-faithfulness", "context-recall", "context-relevance", "conversation-relevance",
-    "select-best", "max-score", "similar", "classifier", "moderation", "pi", "search-rubric", "trajectory:goal-success",
-}  # fmt: skip
+    "llm-rubric",
+    "g-eval",
+    "model-graded-closedqa",
+    "model-graded-factuality",
+    "factuality",
+    "answer-relevance",
+    "context-faithfulness",
+    "context-recall",
+    "context-relevance",
+    "conversation-relevance",
+    "select-best",
+    "max-score",
+    "similar",
+    "classifier",
+    "moderation",
+    "pi",
+    "search-rubric",
+    "trajectory:goal-success",
+}
 # failureReason in Promptfoo's results: 0 none, 1 an assertion failed, 2 the provider or the eval errored.
 ERROR_REASON = 2
 
@@ -83,8 +98,12 @@ def _components(grading: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def _case_id(r: PfResult) -> str:
     meta = r.testCase.get("metadata") or {}
-    for v in (meta.get("case_id"), r.vars.get("case_id"), (r.testCase.get("vars") or {}).get("case_id"),
-              r.testCase.get("description")):  # fmt: skip
+    for v in (
+        meta.get("case_id"),
+        r.vars.get("case_id"),
+        (r.testCase.get("vars") or {}).get("case_id"),
+        r.testCase.get("description"),
+    ):
         if v:
             return str(v)
     return f"test-{r.testIdx}"
@@ -166,9 +185,12 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
             usage = (r.response or {}).get("tokenUsage") or {}
             output = (r.response or {}).get("output")
             trace = ((r.response or {}).get("metadata") or {}).get("trace") or {
-                "case_id": case_id, "attempt": attempt, "model": provider,
-                "final_output": output if isinstance(output, str) else None, "spans": [],
-            }  # fmt: skip
+                "case_id": case_id,
+                "attempt": attempt,
+                "model": provider,
+                "final_output": output if isinstance(output, str) else None,
+                "spans": [],
+            }
             metrics = {"steps": None, "tokens": usage.get("total"), "cost_usd": r.cost, "latency_ms": r.latencyMs}
             batch.append((CaseRun(case_id, attempt, tuple(hard), error=error, metrics=metrics), trace))
         store.record_many(run_id, batch)
