@@ -64,6 +64,9 @@ def offline_env(root: Path = ROOT, base: Mapping[str, str] | None = None) -> dic
     state = root / ".promptfoo"
     env["PROMPTFOO_CONFIG_DIR"] = str(state)
     env["PROMPTFOO_CACHE_PATH"] = str(state / "cache")
+    # Promptfoo keys its Python-provider cache on the provider file's hash, not on `kit/agent`: a cached
+    # answer would hide a change to the agent. Every eval runs the agent afresh.
+    env.setdefault("PROMPTFOO_CACHE_ENABLED", "false")
     env["PROMPTFOO_PYTHON"] = python_for(root)
     env["PATH"] = os.pathsep.join([str(root / "node_modules" / ".bin"), env.get("PATH", "")])
     # The Python workers must import `kit` and `providers` from this checkout.

@@ -1,0 +1,84 @@
+"""What a Promptfoo call asks of the kit: the agent input, its context and variant, and the case to judge by.
+
+Pydantic at the edge: Promptfoo hands over free-form `vars` and provider/assertion `config`; they are
+validated here once, so the provider and the assertion fail with one clear line on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class KitVars(BaseModel):
+    """The kit's keys in a test's `vars` or in a provider's / assertion's `config` (vars win)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    case_id: str | None = None
+    case_file: str | None = None
+    context: dict[str, Any] = Field(default_factory=dict)
+    variant: str | None = None
+    policy: str = "deterministic"
+
+
+def merged(config: dict[str, Any] | None, vars_: dict[str, Any] | None) -> KitVars:
+    """Provider/assertion config first, test vars over it; `context` may arrive as a JSON string."""
+    data: dict[str, Any] = {k: v for k, v in (config or {}).items() if v is not None}
+    data.update({k: v for k, v in (vars_ or {}).items() if k in KitVars.model_fields and v is not None})
+    if isinstance(data.get("context"), str):
+        data["context"] = json.loads(data["context"]) if data["context"].strip() else {}
+    try:
+        return KitVars.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ValueError(f"kit vars: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+
+
+def agent_input(prompt: str) -> str | list[dict[str, str]]:
+    """The rendered prompt, or the message list it encodes (multi-turn cases are sent as a JSON array)."""
+    text = prompt.strip()
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return prompt
+        if isinstance(data, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in data):
+            return data
+    return prompt
+
+
+def resolve(path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else ROOT / p
+
+
+@lru_cache(maxsize=64)
+def _load_file(path: str, mtime_ns: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Every case of one file, parsed once per (file, version). The cached `Case` objects are frozen,
+    so no run can change what the next one is judged by."""
+    from kit.case import load_suite
+
+    suite = load_suite(path)
+    return {c.id: c for c in suite.cases}, tuple(str(e) for e in suite.errors)
+
+
+def load_case(case_file: str, case_id: str) -> Any:
+    """The case `case_id` of `case_file` (relative to the project root), or ValueError naming both."""
+    path = resolve(case_file)
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        raise ValueError(f"{case_file}: case '{case_id}': no such case file") from None
+    cases, errors = _load_file(str(path), mtime)
+    case = cases.get(case_id)
+    if case is None:
+        why = "; ".join(e for e in errors if f"'{case_id}'" in e) or "no case with that id"
+        raise ValueError(f"{case_file}: case '{case_id}': {why}")
+    return case
