@@ -145,3 +145,34 @@ def _source(con: Any, p: Path, table: str) -> str:
     if data_rows:
         con.executemany(f"INSERT INTO _shard_src VALUES ({', '.join('?' * len(cols))})", data_rows)
     return "_shard_src"
+
+
+def shard_run_ids(con: Any, paths: Sequence[str | Path]) -> list[str]:
+    """The run ids the shard files hold, in order of first appearance."""
+    ids: list[str] = []
+    for p in paths:
+        for (rid,) in con.execute(f"SELECT run_id FROM {_source(con, Path(p), 'runs')}").fetchall():
+            if rid not in ids:
+                ids.append(rid)
+    return ids
+
+
+def load_case_runs(con: Any, run_id: str) -> list[Any]:
+    """A stored suite run's results as CaseRuns (hard gate), in case and attempt order."""
+    from kit.result import CaseRun, Result
+
+    checks: dict[tuple[str, int], list[Result]] = {}
+    for case_id, attempt, check, outcome, score, reason in con.execute(
+        'SELECT case_id, attempt, "check", outcome, score, reason FROM check_results '
+        "WHERE run_id = ? AND gate = 'hard' AND \"check\" <> 'infrastructure' ORDER BY rowid",
+        [run_id],
+    ).fetchall():
+        result = Result(check, outcome == "pass", reason or "", error=outcome == "error", score=score)
+        checks.setdefault((case_id, attempt), []).append(result)
+    rows = con.execute(
+        "SELECT case_id, attempt, error FROM case_results WHERE run_id = ? ORDER BY case_id, attempt", [run_id]
+    ).fetchall()
+    return [
+        CaseRun(case_id, attempt, tuple(checks.get((case_id, attempt), ())), run_id=run_id, error=error)
+        for case_id, attempt, error in rows
+    ]

@@ -270,3 +270,39 @@ def test_reference_agent_runs_and_a_variant_is_caught(project, capsys):
     assert kit(["run", "--cases", "ref.yaml", "-q", "--no-store"]) == 0
     assert kit(["run", "--cases", "ref.yaml", "-q", "--no-store", "--variant", "over_refund"]) == 1
     assert "refund_within_order_total (2/2)" in capsys.readouterr().out
+
+
+def test_merge_gates_on_the_whole_suite_from_its_shards(project, capsys):
+    for i in (1, 2):
+        kit(
+            [
+                "run",
+                "--cases",
+                "cases.yaml",
+                "--agent",
+                "my_agent:agent",
+                "-k",
+                "greet",
+                "-k",
+                "boom",
+                "-k",
+                "openai",
+                "--shard",
+                f"{i}/2",
+                "--run-id",
+                "ci-78",
+                "--out",
+                f"p{i}",
+                "-q",
+            ]
+        )
+    capsys.readouterr()
+    assert kit(["run", "--merge", "p1", "p2", "--store", "m.duckdb"]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR boom" in out and "backend unavailable" in out
+    assert "2/3 cases passed every run; 4/6 runs passed" in out
+    # Merging a shard again adds nothing, and the verdict is still the whole run's.
+    assert kit(["run", "--merge", "p1", "--store", "m.duckdb", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["merged"]["case_results"] == 0 and data["summary"]["runs"] == 6
+    assert kit(["run", "--merge", "nowhere"]) == 2

@@ -63,6 +63,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="the suite run's id (default: $KIT_RUN_ID or a new one); give every shard of one suite the same id",
     )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="SHARD",
+        help="merge shard files into the store and report the suite run they make up",
+    )
     parser.add_argument("--store", metavar="FILE", help="the DuckDB store (default: $KIT_STORE or .kit/evals.duckdb)")
     parser.add_argument("--no-store", action="store_true", help="write results to a JSON file, not the store")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the `kit check --json` shape)")
@@ -84,6 +90,8 @@ def _main(args: argparse.Namespace) -> int:
     from kit.runner import RunOptions, parse_shard, plan, run_suite, shard_cases
     from kit.runner_output import Progress, report
 
+    if args.merge:
+        return _merge(args)
     if args.runs is not None and args.runs < 1:
         raise KitInputError(f"--runs must be at least 1, got {args.runs}")
     if args.timeout is not None and args.timeout <= 0:
@@ -145,6 +153,39 @@ def _main(args: argparse.Namespace) -> int:
         print(f"{len(jobs)} runs in {wall:.2f}s ({len(jobs) / max(wall, 1e-9):.1f} runs/s); results: {destination}")
     if suite.errors:
         return 2
+    return 0 if runs and all(r.passed for r in runs) else 1
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """`--merge SHARD...`: the last job of a CI matrix loads every shard and gates on the whole suite."""
+    from kit.aggregate import summarize
+    from kit.runner_output import report
+    from kit.runner_results import load_case_runs, merge_shards, shard_run_ids
+    from kit.store import open_store
+
+    for p in args.merge:
+        if not Path(p).exists():
+            raise KitInputError("no such shard file or folder", file=p)
+    store = open_store(args.store)
+    with store.connect() as con:
+        added = merge_shards(con, args.merge)
+        run_ids = shard_run_ids(con, args.merge)
+        runs = [r for rid in run_ids for r in load_case_runs(con, rid)]
+    summary = summarize(runs)
+    if args.json:
+        print(
+            json.dumps(
+                {"run_ids": run_ids, "merged": added, "results": [r.to_dict() for r in runs], "summary": summary},
+                default=str,
+            )
+        )
+    else:
+        print(
+            f"kit run: merged {len(args.merge)} shard(s) into {store.path}: "
+            f"{added['case_results']} new results of run {', '.join(run_ids)}",
+            file=sys.stderr,
+        )
+        report(runs, summary, verbose=args.verbose)
     return 0 if runs and all(r.passed for r in runs) else 1
 
 
