@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kit.agent.guard import Guard, PolicyViolation
-from kit.agent.tools import ToolError
+from kit.agent.tools import ToolError, validate_args
 
 DEFAULT_MAX_STEPS = 10
 # Even an agent that ignores its step cap is stopped here: the harness's own kill switch.
@@ -85,6 +85,7 @@ class Session:
         output: dict[str, Any] | None = None
         error: str | None = None
         try:
+            validate_args(name, args)  # a malformed call is reported as such, before any policy
             self.guard.before(name, args)
             output = self._execute(name, args)
             self.guard.after(name, args, output)

@@ -1,0 +1,49 @@
+"""Record (or check) the golden cassettes: one live run of each case with the deterministic policy.
+
+    python -m kit.agent.record [CASES] [--out golden/cassettes] [--check]
+
+`--check` replays every case from its cassette and fails when one is missing or stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kit.agent.run import run_agent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cassette_path(folder: Path, case_id: str) -> Path:
+    return folder / f"{case_id}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kit.case import load_suite
+
+    ap = argparse.ArgumentParser(prog="python -m kit.agent.record")
+    ap.add_argument("cases", nargs="?", default=str(ROOT / "golden" / "cases"))
+    ap.add_argument("--out", default=str(ROOT / "golden" / "cassettes"))
+    ap.add_argument("--check", action="store_true", help="replay each case and report missing or stale ones")
+    args = ap.parse_args(argv)
+    suite = load_suite(args.cases)
+    for err in suite.errors:
+        print(f"error: {err}", file=sys.stderr)
+    out = Path(args.out)
+    bad = 0
+    for case in suite.cases:
+        path = cassette_path(out, case.id)
+        try:
+            run_agent(case.input, case_id=case.id, context=case.context, cassette=path, record=not args.check)
+        except Exception as exc:  # one broken case never stops the others
+            bad += 1
+            print(f"{case.id}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    verb = "checked" if args.check else "recorded"
+    print(f"{verb} {len(suite.cases) - bad} of {len(suite.cases)} cassettes in {out}")
+    return 1 if bad or suite.errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
