@@ -98,7 +98,9 @@ def report(runs: list[CaseRun], summary: dict[str, Any], out: TextIO | None = No
     flaky = sum(s["flaky"] for s in cases.values())
     hat = summary.get("pass_hat_k") or {}
     kmax = max(hat, key=int, default=None)
-    hat_text = f", pass^1 {hat['1']:.2f}, pass^{kmax} {hat[kmax]:.2f}" if kmax else ""
+    hat_text = f", pass^1 {hat['1']:.2f}" if kmax else ""
+    if kmax and kmax != "1":
+        hat_text += f", pass^{kmax} {hat[kmax]:.2f}"
     print(
         f"{passing}/{len(cases)} cases passed every run; {summary['passed']}/{summary['runs']} runs passed "
         f"({summary['pass_rate']:.0%}){hat_text}; {flaky} flaky; {summary['errors']} errors",
