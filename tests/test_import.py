@@ -243,3 +243,11 @@ def test_kit_import_bad_file_exits_2_naming_it(tmp_path, capsys):
     bad.write_text("{not json")
     assert kit(["import", str(bad)]) == 2
     assert f"{bad}: malformed JSON" in capsys.readouterr().err
+
+
+def test_kit_import_several_files_of_one_case_numbers_attempts(tmp_path, capsys):
+    out = tmp_path / "all.json"
+    f = str(DATA / "openai_refund.json")
+    assert kit(["import", f, f, str(DATA / "otel_genai_two_runs.json"), "--case-id", "c", "-o", str(out)]) == 0
+    traces = json.loads(out.read_text())
+    assert [(t["case_id"], t["attempt"]) for t in traces] == [("c", 0), ("c", 1), ("c", 2), ("c", 3)]

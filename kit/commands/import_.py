@@ -34,6 +34,13 @@ def main(args: argparse.Namespace) -> int:
             status = 2
     if status:
         return status
+    # Runs of one case from several files must not share an attempt number (the store keys on it).
+    seen: dict[str, set[int]] = {}
+    for t in traces:
+        used = seen.setdefault(t["case_id"], set())
+        while t.get("attempt", 0) in used:
+            t["attempt"] = t.get("attempt", 0) + 1
+        used.add(t["attempt"])
     text = json.dumps(traces[0] if len(traces) == 1 else traces, indent=2, default=str)
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
