@@ -43,3 +43,17 @@ promptfoo-install: $(NPM_STAMP)
 $(NPM_STAMP): package.json package-lock.json .npmrc
 	npm ci --loglevel=error
 	touch $@
+
+PROMPTFOO := $(PY) providers/run_promptfoo.py
+PF_OUT    := .promptfoo/out
+
+.PHONY: promptfoo-config promptfoo-eval
+promptfoo-config: $(STAMP)
+	$(PY) -m providers.genconfig
+
+# The golden eval; results go into the store (source promptfoo) whether or not the eval passed.
+promptfoo-eval: $(STAMP) $(NPM_STAMP)
+	@mkdir -p $(PF_OUT)
+	$(PY) -m providers.genconfig --check
+	$(PROMPTFOO) eval -c promptfooconfig.yaml --no-progress-bar --no-table -o $(PF_OUT)/golden.json; \
+	  status=$$?; $(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/golden.json || status=2; exit $$status

@@ -5,9 +5,9 @@ so nothing a run can change lives at module level: `run_agent` builds a new agen
 sandbox on every call (the only module-level data are the parsed, frozen cases and the read-only seed).
 
 The response carries the whole trace in `metadata.trace` and the oracle's verdict in `metadata.kit`.
-The verdict is computed here, in the warm worker, because Promptfoo starts a new Python process for every Python assertion: the
-assertion (`oracle_assert.py`) then only presents it, and re-runs the oracle itself only when the verdict
-is missing or does not match the trace.
+The verdict is computed here, in the warm worker, because Promptfoo starts a new Python process for every
+Python assertion: the assertion (`oracle_assert.py`) then only presents it, and re-runs the oracle itself
+only when the verdict is missing or does not match the trace.
 """
 
 from __future__ import annotations
