@@ -57,3 +57,11 @@ promptfoo-eval: $(STAMP) $(NPM_STAMP)
 	$(PY) -m providers.genconfig --check
 	$(PROMPTFOO) eval -c promptfooconfig.yaml --no-progress-bar --no-table -o $(PF_OUT)/golden.json; \
 	  status=$$?; $(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/golden.json || status=2; exit $$status
+
+# --- Reference agent (issue 3): regenerate golden/tools.json and re-record the golden cassettes. ---
+.PHONY: agent-tools agent-cassettes
+agent-tools: $(STAMP)
+	$(PY) -m kit.agent.tools_json
+
+agent-cassettes: $(STAMP) agent-tools
+	$(PY) -m kit.agent.record

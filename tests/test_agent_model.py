@@ -100,6 +100,7 @@ def test_confirmation_is_required_before_a_write(model_env) -> None:
         trace = run_agent("Refund ORD-100001 please", case_id="m3", context=ALICE, policy="model")
     assert tools(trace)[1]["error"].startswith("policy confirm_before_write")
     assert trace["final_output"] == "Shall I go ahead?" and trace["finish_reason"] == "finish"
+    assert trace["ended_by"] == "message" and [s["name"] for s in tools(trace)] == ["lookup_order", "issue_refund"]
 
 
 def test_invalid_arguments_and_unknown_tools_are_tool_errors(model_env) -> None:

@@ -134,6 +134,7 @@ class ModelPolicy:
                 system += f" Their email is {context['email']}."
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}, *messages]
         self.price = price(config.model)
+        self.ended_by = "finish"
 
     def _complete(self) -> dict[str, Any]:
         body = {
@@ -174,8 +175,9 @@ class ModelPolicy:
             self.messages.append({k: v for k, v in message.items() if v is not None})
             calls = message.get("tool_calls") or []
             if not calls:
-                # A plain reply ends the turn just as `finish` would.
-                self.s.call("finish", {"answer": message.get("content") or ""})
+                # A plain reply ends the turn too; no `finish` span is invented for it.
+                self.s.end(message.get("content") or "")
+                self.ended_by = "message"
                 return
             for call in calls:
                 fn = call.get("function") or {}

@@ -40,7 +40,10 @@ def run_agent(
     record: bool = False,
 ) -> dict[str, Any]:
     """Run the support-desk agent once. With `cassette` and not `record`, tools (and the model) replay
-    from the cassette and no database is opened; with `record`, the live run is written to it."""
+    from the cassette and no database is opened; with `record`, the live run is written to it.
+
+    The fault variants change the deterministic policy's decisions; with the model policy a variant only
+    switches off the guard rules (and, for ignore_step_cap, the step cap) that its fault needs."""
     started = time.perf_counter()
     if variant is not None and variant not in VARIANT_DISABLES:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
@@ -99,8 +102,10 @@ def run_agent(
 
             assert config is not None
             model_name = config.model
+            model_policy = ModelPolicy(session, messages, context, config, tape, replay)
             try:
-                ModelPolicy(session, messages, context, config, tape, replay).run()
+                model_policy.run()
+                extra["ended_by"] = model_policy.ended_by
             except ModelError as exc:
                 finish_reason, extra["error"] = "error", str(exc)
         if finish_reason == "finish" and not session.finished:

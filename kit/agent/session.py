@@ -103,7 +103,11 @@ class Session:
         )
         self._context_chars += len(json.dumps(output, default=str)) if output else len(error or "")
         if name == "finish" and error is None:
-            self.final_output = self.guard.filter_answer(str(args.get("answer", "")))
-            self.finished = True
-            self.message("assistant", self.final_output)
+            self.end(str(args.get("answer", "")))
         return output, error
+
+    def end(self, answer: str) -> None:
+        """The turn's final answer (after the guard's PII filter) becomes the trace's output."""
+        self.final_output = self.guard.filter_answer(answer)
+        self.finished = True
+        self.message("assistant", self.final_output)
