@@ -14,6 +14,9 @@ import pytest
 
 from deepeval_metrics.offline import quiet_offline
 
+# Under `deepeval test run` the CLI has imported DeepEval (read .env, built its telemetry client) before
+# this file runs: only the environment it started with can stop that. `make deepeval-evals` sets it.
+_TELEMETRY_WAS_ON = (os.environ.get("DEEPEVAL_TELEMETRY_OPT_OUT") or "").strip().lower() not in ("1", "true", "yes")
 quiet_offline()
 
 import deepeval  # noqa: E402
@@ -41,8 +44,16 @@ def gates_file() -> Path:
     return Path(os.environ.get("KIT_GATES") or "gates.yaml")
 
 
+def _silence_started_telemetry() -> None:
+    from deepeval.telemetry.client import NoopBackend, set_backend
+
+    set_backend(NoopBackend())  # nothing captured from here on; an event queued before may still try
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _SESSION, _IO
+    if _TELEMETRY_WAS_ON:
+        _silence_started_telemetry()
     _IO = pin_deepeval_io(distributed=_distributed(config))
     judge = judge_config()
     _SESSION = EvalSession.begin(
@@ -67,6 +78,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"kit: agent {agent_name()}, variant {variant() or 'none'}; "
         f"{judge.describe() if judge else 'no judge: rubrics are skipped'}",
         f"kit: deepeval per-test IO: {', '.join(_IO) or 'stock (KIT_DEEPEVAL_CACHE=1)'}",
+        *(
+            ["kit: WARNING DeepEval started with telemetry on; set DEEPEVAL_TELEMETRY_OPT_OUT=1 before it"]
+            if _TELEMETRY_WAS_ON
+            else []
+        ),
     ]
 
 
