@@ -65,3 +65,12 @@ agent-tools: $(STAMP)
 
 agent-cassettes: $(STAMP) agent-tools
 	$(PY) -m kit.agent.record
+
+# --- DeepEval (issue 5): the golden suite through `deepeval test run`, oracle checks as hard gates and
+# G-Eval rubrics as soft gates, results in the store (source deepeval). The variables must be set before
+# DeepEval starts: it reads .env and builds its telemetry client at import, before tests/evals loads.
+# KIT_VARIANT=<fault> selects a fault variant; KIT_JUDGE_MODEL/KIT_JUDGE_BASE_URL configure the judge.
+.PHONY: deepeval-evals
+deepeval-evals: $(STAMP)
+	DEEPEVAL_DISABLE_DOTENV=1 DEEPEVAL_TELEMETRY_OPT_OUT=1 CONFIDENT_API_KEY=$${KIT_DEEPEVAL_UPLOAD:+$$CONFIDENT_API_KEY} \
+	  $(VENV)/bin/deepeval test run tests/evals -d failing $(DEEPEVAL_ARGS)
