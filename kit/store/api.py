@@ -159,9 +159,12 @@ class Store:
 
     def record_many(self, run_id: str, case_runs: list[tuple[CaseRun, Any]], gate: Gate = "hard") -> None:
         """Several results in one write (a runner that batches saves a syscall per result)."""
-        self._writer.write_many([self.case_event(run_id, cr, tr, gate) for cr, tr in case_runs])
+        ts = _now()
+        self._writer.write_many([self.case_event(run_id, cr, tr, gate, ts) for cr, tr in case_runs])
 
-    def case_event(self, run_id: str, case_run: CaseRun, trace: Any, gate: Gate) -> dict[str, Any]:
+    def case_event(
+        self, run_id: str, case_run: CaseRun, trace: Any, gate: Gate, ts: str | None = None
+    ) -> dict[str, Any]:
         if gate not in ("hard", "soft"):
             raise ValueError(f"gate must be 'hard' or 'soft', not {gate!r}")
         checks = [
@@ -176,7 +179,7 @@ class Store:
         if gate == "soft":
             return {
                 "t": "case_soft",
-                "ts": _now(),
+                "ts": ts or _now(),
                 "run_id": run_id,
                 "case_id": case_run.case_id,
                 "attempt": case_run.attempt,
@@ -184,7 +187,7 @@ class Store:
             }
         return {
             "t": "case",
-            "ts": _now(),
+            "ts": ts or _now(),
             "run_id": run_id,
             "case_id": case_run.case_id,
             "attempt": case_run.attempt,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 SUFFIX = ".jsonl"
+_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def spool_dir(store_path: Path) -> Path:
@@ -86,7 +87,7 @@ class SpoolWriter:
     def write_many(self, events: list[dict[str, Any]]) -> None:
         if not events:
             return
-        data = "".join(json.dumps(e, default=str, separators=(",", ":")) + "\n" for e in events).encode()
+        data = ("\n".join(map(_encode, events)) + "\n").encode()
         fd = self._open()
         view = memoryview(data)
         while view:  # a regular file takes it all at once; loop only for safety against short writes
