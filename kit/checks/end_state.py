@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import hashlib
+import json
 import os
 import threading
 from typing import Any
@@ -32,6 +34,11 @@ def _column_type(values: list[Any]) -> str:
     return "JSON"
 
 
+def _content_key(rows: list[dict[str, Any]]) -> bytes:
+    # Column order matters to `SELECT *`, so the key keeps key order (unlike `canonical`).
+    return hashlib.blake2b(json.dumps(rows, default=str).encode(), digest_size=16).digest()
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -50,7 +57,7 @@ class _Sandbox:
         self.con: Any = None
         self.pid = 0
         self.loaded: object | None = None
-        self.tables: list[str] = []
+        self.tables: dict[str, bytes] = {}  # loaded table -> content key of its rows
 
     def _connect(self) -> Any:
         import duckdb
@@ -64,10 +71,16 @@ class _Sandbox:
         return con
 
     def _load(self, trace: Trace) -> None:
-        for table in self.tables:
-            self.con.execute(f"DROP TABLE {table}")
-        self.tables = []
+        """Make the database hold exactly this trace's tables. A table whose rows are the same as those
+        already loaded (most of a sandbox does not change between runs) is kept, not rebuilt."""
+        wanted = {table: _content_key(rows) for table, rows in trace.end_state.items()}
+        for table, key in list(self.tables.items()):
+            if wanted.get(table) != key:
+                self.con.execute(f"DROP TABLE {_quote(table)}")
+                del self.tables[table]
         for table, rows in trace.end_state.items():
+            if table in self.tables:
+                continue
             columns: list[str] = []
             for row in rows:
                 columns.extend(k for k in row if k not in columns)
@@ -77,7 +90,7 @@ class _Sandbox:
             name = _quote(table)
             cols = ", ".join(f"{_quote(c)} {t}" for c, t in zip(columns, types, strict=True))
             self.con.execute(f"CREATE TABLE {name} ({cols})")
-            self.tables.append(name)
+            self.tables[table] = wanted[table]
             if rows:
                 values = [
                     canonical(r.get(c)) if t == "JSON" and r.get(c) is not None else r.get(c)
@@ -90,7 +103,7 @@ class _Sandbox:
     def query(self, trace: Trace, sql: str) -> list[tuple[Any, ...]]:
         with self.lock:
             if self.con is None or self.pid != os.getpid():  # a forked child must not share the parent's
-                self.con, self.pid, self.loaded, self.tables = self._connect(), os.getpid(), None, []
+                self.con, self.pid, self.loaded, self.tables = self._connect(), os.getpid(), None, {}
             token = trace.derived.setdefault("end_state_token", object())
             if self.loaded is not token:
                 self.loaded = None
