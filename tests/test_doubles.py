@@ -37,9 +37,7 @@ def test_plain_string_and_tool_calls_through_openai_client() -> None:
         first = client.chat.completions.create(
             model="m-2024-01-01", messages=[{"role": "user", "content": "hi"}], temperature=0
         )
-        second = client.chat.completions.create(
-            model="m-2024-01-01", messages=[{"role": "user", "content": "x"}]
-        )
+        second = client.chat.completions.create(model="m-2024-01-01", messages=[{"role": "user", "content": "x"}])
     assert first.choices[0].message.content == "Hello there."
     assert first.choices[0].finish_reason == "stop"
     assert first.usage is not None and first.usage.prompt_tokens > 0 and first.usage.completion_tokens > 0
@@ -58,14 +56,10 @@ def test_scripted_usage_and_raw_completion_pass_through() -> None:
         "object": "chat.completion",
         "created": 1,
         "model": "raw-model",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "raw"}, "finish_reason": "stop"}
-        ],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "raw"}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
     }
-    with ScriptedOpenAIServer(
-        [{"content": "ok", "usage": {"prompt_tokens": 11, "completion_tokens": 2}}, raw]
-    ) as srv:
+    with ScriptedOpenAIServer([{"content": "ok", "usage": {"prompt_tokens": 11, "completion_tokens": 2}}, raw]) as srv:
         a = _post(srv.base_url, {"model": "m", "messages": []})
         b = _post(srv.base_url, {"model": "m", "messages": []})
     assert a[0] == 200 and a[1]["usage"] == {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
