@@ -293,3 +293,11 @@ def test_end_state_missing_table_is_an_error_not_a_pass():
 def test_a_check_name_override_is_the_result_name():
     r = run1(REFUND, {"type": "called", "tool": "lookup_order", "name": "looked-up"})
     assert r.name == "looked-up" and r.passed
+
+
+def test_end_state_empty_table_keeps_its_declared_columns():
+    t = make_trace(end_state={"emails": []}, end_state_columns={"emails": ["to_address", "subject"]})
+    assert run1(t, {"type": "end_state", "query": "SELECT to_address FROM emails", "empty": True}).passed
+    r = run1(make_trace(end_state={"emails": []}), {"type": "end_state", "query": "SELECT to_address FROM emails",
+                                                     "empty": True})
+    assert r.outcome == "error"  # without declared columns the column is unknown: an error, never a pass

@@ -34,9 +34,10 @@ def _column_type(values: list[Any]) -> str:
     return "JSON"
 
 
-def _content_key(rows: list[dict[str, Any]]) -> bytes:
+def _content_key(rows: list[dict[str, Any]], columns: list[str] | None) -> bytes:
     # Column order matters to `SELECT *`, so the key keeps key order (unlike `canonical`).
-    return hashlib.blake2b(json.dumps(rows, default=str).encode(), digest_size=16).digest()
+    text = json.dumps([columns, rows], default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _quote(name: str) -> str:
@@ -73,7 +74,9 @@ class _Sandbox:
     def _load(self, trace: Trace) -> None:
         """Make the database hold exactly this trace's tables. A table whose rows are the same as those
         already loaded (most of a sandbox does not change between runs) is kept, not rebuilt."""
-        wanted = {table: _content_key(rows) for table, rows in trace.end_state.items()}
+        # Column names of tables with no rows travel beside the rows (`end_state_columns`, optional).
+        declared: dict[str, list[str]] = (trace.model_extra or {}).get("end_state_columns") or {}
+        wanted = {table: _content_key(rows, declared.get(table)) for table, rows in trace.end_state.items()}
         for table, key in list(self.tables.items()):
             if wanted.get(table) != key:
                 self.con.execute(f"DROP TABLE {_quote(table)}")
@@ -81,7 +84,7 @@ class _Sandbox:
         for table, rows in trace.end_state.items():
             if table in self.tables:
                 continue
-            columns: list[str] = []
+            columns: list[str] = [str(c) for c in declared.get(table) or []]
             for row in rows:
                 columns.extend(k for k in row if k not in columns)
             if not columns:
