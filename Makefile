@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+NPM_STAMP := node_modules/.installed
 
 # Nothing leaves the machine: telemetry off for DeepEval and Promptfoo in every target.
 export DEEPEVAL_TELEMETRY_OPT_OUT := 1
@@ -27,9 +28,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/kit lint golden
 
-evals: $(STAMP)
-	$(VENV)/bin/kit lint golden
-	@echo "make evals: the runner, DeepEval and Promptfoo stages are not built yet (issues 3-7); only the golden cases were linted."
+# The whole gate: kit runner, DeepEval, Promptfoo eval and red team into one store; one summary, HTML report,
+# JUnit XML and the gate's verdict. VARIANT=<fault> runs a fault variant of the reference agent (it must fail).
+VARIANT ?=
+SHARDS ?=
+BASELINE_STORE ?=
+evals: $(STAMP) $(NPM_STAMP)
+	$(PY) -m kit.pipeline $(if $(VARIANT),--variant $(VARIANT)) $(if $(SHARDS),--shards $(SHARDS)) \
+	  $(if $(BASELINE_STORE),--baseline-store $(BASELINE_STORE))
 
 clean:
 	rm -rf $(VENV) node_modules .kit
