@@ -83,6 +83,7 @@ def _line_chart(recent: list[dict[str, Any]]) -> str:
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}"><title>{escape(r["run_id"])} '
             f"({escape(str(r['model'] or '-'))}, {r['status']}): {r['pass_rate']:.1%}</title></circle>"
             f'<text x="{x:.1f}" y="{h - bottom + 18}" text-anchor="middle">{escape(label)}</text>'
+            f'<text x="{x:.1f}" y="{h - bottom + 34}" text-anchor="middle">{escape(str(r["model"] or "")[:18])}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -188,7 +189,7 @@ def render(data: ReportData) -> str:
             ("git", (run.get("git_sha") or "-")[:10]),
             ("config", run.get("config_hash")),
             ("kit", run.get("kit_version")),
-            ("started", run["started_at"]),
+            ("started", f"{str(run['started_at'])[:19]} UTC"),
         )
         if v is not None
     )

@@ -15,7 +15,7 @@ def run_header(run: dict[str, Any]) -> str:
     sha = (run.get("git_sha") or "-")[:10]
     return (
         f"run {run['run_id']}  source {run['source']}  status {run.get('status') or '-'}\n"
-        f"started {run['started_at']}  agent {run.get('agent') or '-'}  model {run.get('model') or '-'}  "
+        f"started {str(run['started_at'])[:19]} UTC  agent {run.get('agent') or '-'}  model {run.get('model') or '-'}  "
         f"git {sha}  config {run.get('config_hash') or '-'}  kit {run.get('kit_version') or '-'}"
     )
 

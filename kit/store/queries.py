@@ -145,8 +145,8 @@ def soft_gates(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, An
 def totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     rows = _rows(
         con,
-        """SELECT count(DISTINCT case_id) AS cases, count(*) AS runs, count_if(passed) AS passed,
-                  count_if(outcome = 'error' OR error IS NOT NULL) AS errors,
+        """SELECT count(DISTINCT case_id) AS cases, count(*) AS runs, coalesce(count_if(passed), 0) AS passed,
+                  coalesce(count_if(outcome = 'error' OR error IS NOT NULL), 0) AS errors,
                   count_if(passed) / nullif(count(*), 0) AS pass_rate,
                   sum(cost_usd) AS cost_usd, sum(tokens) AS tokens
            FROM case_results WHERE run_id = ?""",
