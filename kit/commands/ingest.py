@@ -11,7 +11,9 @@ from pathlib import Path
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("tool", choices=("promptfoo", "deepeval"), help="which tool wrote the file")
     parser.add_argument("files", nargs="+", type=Path, help="promptfoo eval -o FILE.json, or a DeepEval test-run JSON")
-    parser.add_argument("--git-sha", help="the commit the results were produced at (default: none recorded)")
+    parser.add_argument(
+        "--git-sha", default="auto", help="the commit the results were produced at (default: HEAD here; 'none')"
+    )
     parser.add_argument("--force", action="store_true", help="ingest again as a new run if already present")
     parser.add_argument("--store", help="store file (default $KIT_STORE or .kit/evals.duckdb)")
 
@@ -24,11 +26,16 @@ def main(args: argparse.Namespace) -> int:
         from kit.store.ingest.promptfoo import ingest
     else:
         from kit.store.ingest.deepeval import ingest
+    from kit.store import current_git_sha
+
     store = open_store(args.store)
+    sha = {"auto": None, "none": None}.get(args.git_sha, args.git_sha)
+    if args.git_sha == "auto":
+        sha = current_git_sha()
     status = 0
     for path in args.files:
         try:
-            done = ingest(store, path, git_sha=args.git_sha, force=args.force)
+            done = ingest(store, path, git_sha=sha, force=args.force)
         except KitInputError as e:
             print(f"kit ingest: {e}", file=sys.stderr)
             status = 2
