@@ -80,3 +80,8 @@ agent-cassettes: $(STAMP) agent-tools
 deepeval-evals: $(STAMP)
 	DEEPEVAL_DISABLE_DOTENV=1 DEEPEVAL_TELEMETRY_OPT_OUT=1 CONFIDENT_API_KEY=$${KIT_DEEPEVAL_UPLOAD:+$$CONFIDENT_API_KEY} \
 	  $(VENV)/bin/deepeval test run tests/evals -d failing $(DEEPEVAL_ARGS)
+
+# --- Store (issue 4): speed figures of the store (insert, report query, concurrent writers). ---
+.PHONY: bench-store
+bench-store: $(STAMP)
+	$(PY) bench/store.py
