@@ -209,3 +209,13 @@ def test_a_live_unfinished_run_is_running_not_incomplete(tmp_path):
     detached = store.start_run("promptfoo", git_sha=None, detached=True)
     with store.connect() as con:
         assert con.execute("SELECT status FROM runs WHERE run_id = ?", [detached]).fetchone() == ("running",)
+
+
+def test_nested_connect_in_one_process_does_not_deadlock(tmp_path, monkeypatch):
+    monkeypatch.setattr("kit.store.lock.DEFAULT_TIMEOUT_S", 2.0)
+    store = open_store(tmp_path / "s.duckdb")
+    run_id = store.start_run("kit", git_sha=None)
+    store.record(run_id, _run("c1", 0, True))
+    with store.connect() as outer:
+        store.finish_run(run_id)  # merges: takes the lock this process already holds
+        assert outer.execute("SELECT status FROM runs").fetchone() == ("complete",)

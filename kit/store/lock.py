@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +24,29 @@ class StoreBusyError(RuntimeError):
     """The store stayed locked for longer than the timeout."""
 
 
+# Locks this process holds, so a nested `store.connect()` (or a merge inside one) re-enters instead of
+# waiting on itself: flock treats a second open of the same file as a stranger.
+_held: dict[tuple[int, str], int] = {}
+_held_guard = threading.Lock()
+
+
 @contextlib.contextmanager
-def exclusive(lock_path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[None]:
+def exclusive(lock_path: Path, timeout_s: float | None = None) -> Iterator[None]:
+    timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    key = (os.getpid(), str(lock_path.resolve()))
+    with _held_guard:
+        if key in _held:
+            _held[key] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held[key] -= 1
+        return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -39,16 +61,21 @@ def exclusive(lock_path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator
                     raise StoreBusyError(f"{lock_path}: still locked after {timeout_s:.0f}s") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
+        with _held_guard:
+            _held[key] = 1
         try:
             yield
         finally:
+            with _held_guard:
+                _held.pop(key, None)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 
 
-def connect(db_path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> duckdb.DuckDBPyConnection:
+def connect(db_path: Path, timeout_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the file, waiting out a lock held by some other program."""
+    timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     delay = 0.01
     while True:
