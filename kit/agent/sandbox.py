@@ -8,6 +8,7 @@ writes, in threads or processes alike.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -15,6 +16,21 @@ from kit.agent.fixtures import TABLES, WRITABLE, fixtures_path, load_fixtures
 
 _lock = threading.Lock()
 _databases: dict[str, Any] = {}
+_inherited: list[Any] = []
+
+
+def _after_fork_in_child() -> None:
+    # DuckDB's threads do not survive fork, and the lock may have been held by a parent thread: a forked
+    # worker (kit run's pool) starts with neither, and opens its own database on first use.
+    # The inherited connections are kept referenced, never closed: closing one in the child could wait
+    # on threads that only exist in the parent.
+    global _lock
+    _lock = threading.Lock()
+    _inherited.extend(_databases.values())
+    _databases.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _sql_literal(value: Any) -> str:

@@ -56,7 +56,6 @@ class _Sandbox:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.con: Any = None
-        self.pid = 0
         self.loaded: object | None = None
         self.tables: dict[str, bytes] = {}  # loaded table -> content key of its rows
 
@@ -105,8 +104,8 @@ class _Sandbox:
 
     def query(self, trace: Trace, sql: str) -> list[tuple[Any, ...]]:
         with self.lock:
-            if self.con is None or self.pid != os.getpid():  # a forked child must not share the parent's
-                self.con, self.pid, self.loaded, self.tables = self._connect(), os.getpid(), None, {}
+            if self.con is None:
+                self.con, self.loaded, self.tables = self._connect(), None, {}
             token = trace.derived.setdefault("end_state_token", object())
             if self.loaded is not token:
                 self.loaded = None
@@ -116,6 +115,18 @@ class _Sandbox:
 
 
 _SANDBOX = _Sandbox()
+_INHERITED: list[_Sandbox] = []
+
+
+def _after_fork_in_child() -> None:
+    # The parent's connection and lock are unusable in a forked child (DuckDB's threads do not survive fork).
+    # The old one stays referenced, never closed: closing it could wait on threads only the parent has.
+    global _SANDBOX
+    _INHERITED.append(_SANDBOX)
+    _SANDBOX = _Sandbox()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _plain(v: Any) -> Any:
