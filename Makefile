@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-test: $(STAMP)
+test: $(STAMP) $(NPM_STAMP)
 	$(PY) -m pytest -q -n 2
 
 lint: $(STAMP)
@@ -85,3 +85,15 @@ deepeval-evals: $(STAMP)
 .PHONY: bench-store
 bench-store: $(STAMP)
 	$(PY) bench/store.py
+
+# The offline red team: attacks from redteam/attacks.yaml, static strategies, the oracle as hard gates.
+# Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable target: the verdict
+# (redteam/verdict.py) decides instead - the default agent resists all, the vulnerable one does not.
+.PHONY: promptfoo-redteam
+promptfoo-redteam: $(STAMP) $(NPM_STAMP)
+	@mkdir -p $(PF_OUT)
+	$(PROMPTFOO) redteam run -c redteam/promptfooconfig.yaml -o redteam/redteam.yaml --force --no-progress-bar; \
+	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 100 ] || exit $$status
+	$(PROMPTFOO) export eval latest -o $(PF_OUT)/redteam.json
+	$(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/redteam.json
+	$(PY) redteam/verdict.py $(PF_OUT)/redteam.json

@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
+# Cases outside golden/ (the red team's) use the same named invariants as the golden cases.
+GOLDEN_INVARIANTS = ROOT / "golden" / "invariants.yaml"
 
 
 class KitVars(BaseModel):
@@ -63,9 +65,10 @@ def resolve(path: str) -> Path:
 def _load_file(path: str, mtime_ns: int) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Every case of one file, parsed once per (file, version). The cached `Case` objects are frozen,
     so no run can change what the next one is judged by."""
-    from kit.case import load_suite
+    from kit.case import find_invariants_file, load_suite
 
-    suite = load_suite(path)
+    p = Path(path)
+    suite = load_suite(p, invariants_file=find_invariants_file(p) or GOLDEN_INVARIANTS)
     return {c.id: c for c in suite.cases}, tuple(str(e) for e in suite.errors)
 
 
@@ -79,6 +82,8 @@ def load_case(case_file: str, case_id: str) -> Any:
     cases, errors = _load_file(str(path), mtime)
     case = cases.get(case_id)
     if case is None:
-        why = "; ".join(e for e in errors if f"'{case_id}'" in e) or "no case with that id"
-        raise ValueError(f"{case_file}: case '{case_id}': {why}")
+        own = [e for e in errors if f"'{case_id}'" in e]
+        if own:
+            raise ValueError(own[0])  # already names the file, the case and the check
+        raise ValueError(f"{case_file}: case '{case_id}': no case with that id")
     return case
