@@ -113,8 +113,10 @@ def load_rubrics(path: str | Path) -> RubricSet:
         where = None
         if len(loc) >= 2 and loc[0] == "rubrics" and isinstance(loc[1], int):
             raw = (data.get("rubrics") or [])[loc[1]]
-            where = f"rubric {raw.get('name', '#' + str(loc[1] + 1)) if isinstance(raw, dict) else loc[1] + 1}"
+            name = raw.get("name") if isinstance(raw, dict) else None
+            where = f"rubric:{name}" if name else f"rubric #{loc[1] + 1}"
             loc = loc[2:]
         field = ".".join(str(x) for x in loc)
-        message = f"{field}: {err['msg']}" if field else err["msg"]
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        message = f"{field}: {msg}" if field else msg
         raise KitInputError(message, file=str(p), check=where) from None

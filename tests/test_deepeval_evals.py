@@ -111,6 +111,8 @@ def test_fault_variant_fails_naming_the_check(tmp_path: Path, variant: str, chec
     assert ("refund-happy", "invariant:money") not in failed  # the store keeps checks, not bundles
     assert ("refund-happy", check) in failed
     assert _rows(tmp_path, "SELECT status, source FROM runs") == [("complete", "deepeval")]
+    # DeepEval's result cache stays off (its key ignores the trace): no cache file is left behind.
+    assert (tmp_path / ".deepeval").is_dir() and not (tmp_path / ".deepeval" / ".deepeval-cache.json").exists()
 
 
 def test_judged_rubrics_reach_the_store_with_the_judge_call(tmp_path: Path) -> None:
