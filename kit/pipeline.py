@@ -9,7 +9,6 @@ report, JUnit XML, a comparison with the previous runs, and the verdict of `kit 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import html
 import os
 import shlex
@@ -85,13 +84,19 @@ def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def new_runs(con: Any, since: dt.datetime) -> list[dict[str, Any]]:
+def run_ids(con: Any) -> set[str]:
+    return {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+
+
+def new_runs(con: Any, before: set[str]) -> list[dict[str, Any]]:
+    """The runs this invocation wrote (merged shards keep their own, earlier, start times)."""
     return _rows(con, """
         SELECT r.run_id, r.source, r.status, r.agent, r.model, r.started_at,
                count(c.run_id) AS runs, count_if(c.passed) AS passed,
                count(DISTINCT c.case_id) AS cases
         FROM runs r LEFT JOIN case_results c USING (run_id)
-        WHERE r.started_at >= ? GROUP BY ALL ORDER BY r.started_at""", [since])
+        WHERE r.run_id NOT IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY r.started_at""",
+                 [sorted(before)])
 
 
 def gate_counts(con: Any, run_ids: list[str]) -> list[dict[str, Any]]:
@@ -220,20 +225,20 @@ def main(argv: list[str] | None = None) -> int:
     env.update({"DEEPEVAL_TELEMETRY_OPT_OUT": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     if args.variant:
         env["KIT_VARIANT"] = args.variant
-    since = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=1)
-
     from kit.store import open_store
 
     store = open_store()
     if args.baseline_store and args.baseline_store.is_file():
         copied = import_runs(store, args.baseline_store)
         print(f"==> baseline: {copied} runs copied from {args.baseline_store}")
+    with store.connect() as con:
+        before = run_ids(con)
 
     results = [run_stage(s, env, logs) for s in stages(args.variant, args.shards)
                if not args.only or s.name in args.only]
 
     with store.connect() as con:
-        runs = new_runs(con, since)
+        runs = new_runs(con, before)
         ids = [r["run_id"] for r in runs]
         text = summary_text(runs, gate_counts(con, ids), case_matrix(con, ids), failing_checks(con, ids), results)
         (OUT / "junit.xml").write_text(junit(con, runs))
