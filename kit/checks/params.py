@@ -22,16 +22,14 @@ class SafeRegex:
     compiled: Any
 
     def search(self, text: str) -> Any:
-        try:
-            return self.compiled.search(text, timeout=REGEX_TIMEOUT)
-        except TimeoutError:
-            raise TimeoutError(
-                f"pattern {self.source!r} took over {REGEX_TIMEOUT:g} s (catastrophic backtracking)"
-            ) from None
+        return self._bounded(self.compiled.search, text)
 
     def fullmatch(self, text: str) -> Any:
+        return self._bounded(self.compiled.fullmatch, text)
+
+    def _bounded(self, match: Any, text: str) -> Any:
         try:
-            return self.compiled.fullmatch(text, timeout=REGEX_TIMEOUT)
+            return match(text, timeout=REGEX_TIMEOUT)
         except TimeoutError:
             raise TimeoutError(
                 f"pattern {self.source!r} took over {REGEX_TIMEOUT:g} s (catastrophic backtracking)"
