@@ -169,7 +169,10 @@ def parse_case(
     for name in m.invariants:
         bundle = invariants.get(name)
         if bundle is None:
-            known = ", ".join(sorted(invariants)) or "none defined"
+            if not invariants:
+                raise KitInputError(f"unknown invariant {name!r}: no invariants.yaml beside or above the case "
+                                    "file (give one with --invariants FILE)", file=file, case=m.id)
+            known = ", ".join(sorted(invariants))
             raise KitInputError(f"unknown invariant {name!r} (known: {known})", file=file, case=m.id)
         checks.extend(bundle)
     return Case(

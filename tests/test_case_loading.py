@@ -134,3 +134,9 @@ def test_a_broken_invariants_file_is_reported(tmp_path):
     write(tmp_path, "c.yaml", "id: a\ninput: hi\n")
     suite = load_suite(tmp_path)
     assert "invariants.yaml: check #1 of invariant 'bad' (called): missing parameter 'tool'" in str(suite.errors[0])
+
+
+def test_an_invariant_without_an_invariants_file_says_where_it_looked(tmp_path):
+    write(tmp_path, "c.yaml", "id: a\ninput: hi\ninvariants: [refund_safety]\n")
+    (err,) = load_suite(tmp_path).errors
+    assert "unknown invariant 'refund_safety': no invariants.yaml beside or above the case file" in str(err)
