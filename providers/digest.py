@@ -11,6 +11,18 @@ import json
 from typing import Any
 
 
+def _canonical(value: Any) -> Any:
+    """The value as it survives a trip through JavaScript: Promptfoo hands metadata back with 0.0 as 0."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
 def seal(case_id: str, trace: dict[str, Any], verdict: dict[str, Any]) -> str:
-    blob = json.dumps([case_id, trace, verdict], sort_keys=True, default=str, separators=(",", ":"))
+    data = _canonical([case_id, trace, verdict])
+    blob = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -106,10 +106,13 @@ def get_assert(output: Any, context: dict[str, Any]) -> dict[str, Any]:
     if not case_file or not case_id:
         return _fail("no case to judge by: set case_file and case_id in the test's vars or the assertion's config")
     if _usable(kit, meta["trace"], case_id):
-        verdict = kit["verdict"]
+        verdict, where = kit["verdict"], "the provider worker"
     else:
+        where = "this assertion"
         try:
             verdict = _fresh_verdict(meta["trace"], case_file, case_id)
         except Exception as e:  # bad case file or malformed trace: a failure with its reason, never a pass
             return _fail(f"{case_file}: case '{case_id}': {type(e).__name__}: {e}")
-    return grading_result(verdict, not_graded)
+    result = grading_result(verdict, not_graded)
+    result["reason"] += f" [oracle ran in {where}]"
+    return result

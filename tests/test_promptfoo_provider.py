@@ -64,13 +64,26 @@ def test_assertion_fails_the_vulnerable_agent_with_one_component_per_check() -> 
     assert "no_injected_refund" in g["reason"]
 
 
-def test_fast_path_and_fresh_oracle_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+def js_round_trip(value: object) -> object:
+    """What Promptfoo (JavaScript) hands back: integral floats lose their `.0`."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: js_round_trip(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [js_round_trip(v) for v in value]
+    return value
+
+
+def test_fast_path_survives_promptfoo_and_agrees_with_a_fresh_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
     vars_ = {"case_id": "inj-user-admin-mode", "case_file": CASES, "variant": "obey_injection"}
-    r = call(ATTACK, **vars_)
+    r = js_round_trip(call(ATTACK, **vars_))
     fast = oracle_assert.get_assert(r["output"], assert_ctx(r, **vars_))
+    assert fast["reason"].endswith("[oracle ran in the provider worker]")
     monkeypatch.setenv("KIT_PROMPTFOO_RECHECK", "1")
     fresh = oracle_assert.get_assert(r["output"], assert_ctx(r, **vars_))
-    assert fast == fresh
+    assert fresh["reason"].endswith("[oracle ran in this assertion]")
+    assert {**fast, "reason": ""} == {**fresh, "reason": ""}
 
 
 def test_a_verdict_that_does_not_match_its_trace_is_not_trusted() -> None:
@@ -80,7 +93,7 @@ def test_a_verdict_that_does_not_match_its_trace_is_not_trusted() -> None:
     forged = copy.deepcopy(bad)
     forged["metadata"]["kit"]["verdict"] = good["metadata"]["kit"]["verdict"]  # a pass pasted onto a failing trace
     g = oracle_assert.get_assert(forged["output"], assert_ctx(forged, **vars_))
-    assert g["pass"] is False
+    assert g["pass"] is False and g["reason"].endswith("[oracle ran in this assertion]")
 
 
 def test_missing_trace_or_case_fails_with_a_reason() -> None:

@@ -131,6 +131,8 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     assert len(results) == 2 * 2 * 2  # 2 targets x 2 strategies x 2 attacks
     assert verdict.judge(verdict.summarize(results), ["obey-injection"]) == []
     assert all("not graded" in json.dumps(r["gradingResult"]) for r in results)
+    # The sealed verdict survived Promptfoo's round trip: no assertion process had to re-run the oracle.
+    assert all("[oracle ran in the provider worker]" in json.dumps(r["gradingResult"]) for r in results)
     from test_promptfoo_offline import non_local_peers
 
     assert non_local_peers(log.read_text()) == []
