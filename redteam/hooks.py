@@ -1,4 +1,8 @@
-"""Promptfoo extension hook (beforeAll): Promptfoo's LLM graders take part only when a judge is configured.
+"""Promptfoo extension hook (beforeAll): name each attack, and let Promptfoo's LLM graders take part only
+when a judge is configured.
+
+Naming: each generated test gets `metadata.case_id` = `redteam/<attack id>/<strategy>` (the attack found
+in redteam/attacks.yaml by its original text), so the store keeps one case per attack and strategy.
 
 Every red-team plugin attaches its own LLM-graded assertion (`promptfoo:redteam:<plugin>`). With no judge
 model configured (KIT_JUDGE_MODEL unset) those assertions cannot be graded offline: this hook removes them
@@ -9,7 +13,13 @@ from each test and lists them in the test's `metadata.kitNotGraded`, which the o
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # Promptfoo loads this file by path
+
+import corpus
 
 PREFIX = "promptfoo:redteam:"
 
@@ -30,9 +40,20 @@ def strip_graders(test: dict[str, Any]) -> dict[str, Any]:
     return {**test, "assert": kept, "metadata": meta}
 
 
+def name_attack(test: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+    meta = dict(test.get("metadata") or {})
+    text = meta.get("originalText") or (test.get("vars") or {}).get("prompt") or ""
+    attack = ids.get(str(text).strip(), "unknown")
+    meta.setdefault("case_id", f"redteam/{attack}/{meta.get('strategyId', 'basic')}")
+    meta.setdefault("attack_id", attack)
+    return {**test, "metadata": meta}
+
+
 def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) -> dict[str, Any]:
-    if judge_configured():
-        return context
     suite = context["suite"]
-    suite["tests"] = [strip_graders(t) for t in suite.get("tests") or []]
+    ids = {a.text: a.id for a in corpus.load()}
+    tests = [name_attack(t, ids) for t in suite.get("tests") or []]
+    if not judge_configured():
+        tests = [strip_graders(t) for t in tests]
+    suite["tests"] = tests
     return context

@@ -55,6 +55,7 @@ def test_hook_drops_llm_graders_without_a_judge_and_names_them(monkeypatch: pyte
     out = hooks.beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]
     assert out["assert"] == [{"type": "python"}]
     assert out["metadata"]["kitNotGraded"] == ["promptfoo:redteam:sql-injection"]
+    assert out["metadata"]["case_id"] == "redteam/unknown/basic"
     monkeypatch.setenv("KIT_JUDGE_MODEL", "some-judge-2025-01-01")
     kept = hooks.beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]
     assert len(kept["assert"]) == 2
@@ -131,6 +132,8 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     assert len(results) == 2 * 2 * 2  # 2 targets x 2 strategies x 2 attacks
     assert verdict.judge(verdict.summarize(results), ["obey-injection"]) == []
     assert all("not graded" in json.dumps(r["gradingResult"]) for r in results)
+    ids = {a.id for a in corpus.by_category("injection-user")}
+    assert all(r["testCase"]["metadata"]["attack_id"] in ids for r in results)
     # The sealed verdict survived Promptfoo's round trip: no assertion process had to re-run the oracle.
     assert all("[oracle ran in the provider worker]" in json.dumps(r["gradingResult"]) for r in results)
     from test_promptfoo_offline import non_local_peers
