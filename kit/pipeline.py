@@ -84,6 +84,12 @@ def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+def is_control(run: dict[str, Any]) -> bool:
+    """A deliberately vulnerable target (label `control-…`): it must fail, which its stage checks, so its
+    findings are shown apart and it is not gated."""
+    return str(run.get("model") or "").startswith("control-") or str(run.get("agent") or "").startswith("control-")
+
+
 def run_ids(con: Any) -> set[str]:
     return {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
 
@@ -108,10 +114,10 @@ def gate_counts(con: Any, run_ids: list[str]) -> list[dict[str, Any]]:
 
 def case_matrix(con: Any, run_ids: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
     rows = _rows(con, """
-        SELECT c.case_id, r.source || CASE WHEN r.agent LIKE '%redteam%' THEN ':redteam' ELSE '' END AS src,
-               count(*) AS n, count_if(c.passed) AS c
+        SELECT c.case_id, r.source AS src, count(*) AS n, count_if(c.passed) AS c
         FROM case_results c JOIN runs r USING (run_id)
-        WHERE c.run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""", [run_ids])
+        WHERE c.run_id IN (SELECT unnest(?::VARCHAR[])) AND NOT starts_with(c.case_id, 'redteam/')
+        GROUP BY ALL""", [run_ids])
     out: dict[str, dict[str, tuple[int, int]]] = {}
     for r in rows:
         out.setdefault(r["case_id"], {})[r["src"]] = (r["c"], r["n"])
@@ -182,8 +188,10 @@ def summary_text(runs: list[dict[str, Any]], gates: list[dict[str, Any]],
     lines.append("\n== runs (per source)")
     for r in runs:
         rate = f"{r['passed'] / r['runs']:.0%}" if r["runs"] else "-"
+        role = "  CONTROL: must fail, not gated" if is_control(r) else ""
         lines.append(f"  {r['source']:<10} {r['run_id']:<34} {r['status'] or '':<10} "
-                     f"{r['passed']}/{r['runs']} case runs passed ({rate}), {r['cases']} cases  [{r['agent'] or ''}]")
+                     f"{r['passed']}/{r['runs']} case runs passed ({rate}), {r['cases']} cases  "
+                     f"[{r['model'] or r['agent'] or ''}]{role}")
     lines.append("\n== checks (per source and gate)")
     table: dict[tuple[str, str], dict[str, int]] = {}
     for g in gates:
@@ -239,8 +247,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with store.connect() as con:
         runs = new_runs(con, before)
-        ids = [r["run_id"] for r in runs]
-        text = summary_text(runs, gate_counts(con, ids), case_matrix(con, ids), failing_checks(con, ids), results)
+        gated = [r["run_id"] for r in runs if not is_control(r)]
+        text = summary_text(runs, gate_counts(con, gated), case_matrix(con, gated), failing_checks(con, gated),
+                            results)
         (OUT / "junit.xml").write_text(junit(con, runs))
         previous = {r["run_id"]: previous_run(con, r) for r in runs}
     print(text)
@@ -259,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
 
     verdicts = []
     for r in runs:
+        if is_control(r):
+            continue
         cmd = [*kit_cli, "gate", "--run", r["run_id"]]
         if previous.get(r["run_id"]):
             cmd += ["--baseline", previous[r["run_id"]]]

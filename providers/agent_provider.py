@@ -12,6 +12,7 @@ only when the verdict is missing or does not match the trace.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -51,7 +52,11 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     except ValueError as e:
         return {"error": str(e)}
     case_id = req.case_id or "promptfoo"
-    variant = req.variant if req.variant is not None else (case.variant if case else None)
+    # The target's own variant (the red team's control) wins; else KIT_VARIANT (`make evals VARIANT=...`)
+    # puts every other call on that fault, as the kit's runner and the DeepEval stage do.
+    variant = req.variant if req.variant is not None else (os.environ.get("KIT_VARIANT") or None)
+    if variant is None and case is not None:
+        variant = case.variant
     run_context = {**(case.context if case else {}), **req.context}
     try:
         trace = run_agent(

@@ -7,6 +7,7 @@ are soft gates; every other assertion (the kit's Python assertions included) is 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -79,21 +80,37 @@ def _name(assertion: dict[str, Any]) -> str:
         return str(assertion["metric"])
     kind = str(assertion.get("type", "assertion"))
     value = assertion.get("value")
-    if value is None or isinstance(value, dict | list):
+    if value is None or value == "" or isinstance(value, dict | list):
         return kind
     text = str(value).replace("\n", " ")
     return f"{kind}:{text[:60]}" + ("…" if len(text) > 60 else "")
 
 
 def _components(grading: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Leaf assertion results; a Python assertion that returned component results contributes its parts."""
+    """Leaf assertion results. A Python assertion that returned component results contributes its parts,
+    not its aggregate; Promptfoo also lists those parts at the top level, so each leaf is kept once."""
     out: list[dict[str, Any]] = []
-    for comp in (grading or {}).get("componentResults") or []:
-        if comp.get("componentResults") and not comp.get("assertion"):
-            out.extend(_components(comp))
-        else:
-            out.append(comp)
+    seen: set[str] = set()
+
+    def walk(comps: list[dict[str, Any]]) -> None:
+        for comp in comps:
+            parts = comp.get("componentResults")
+            if parts:
+                walk(parts)
+                continue
+            key = json.dumps(comp, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(comp)
+
+    walk((grading or {}).get("componentResults") or [])
     return out
+
+
+def _model_graded(assertion_type: str) -> bool:
+    kind = assertion_type.removeprefix("not-")
+    # Red-team plugin graders (`promptfoo:redteam:<plugin>`) are LLM graders too.
+    return kind in MODEL_GRADED or kind.startswith("promptfoo:redteam:")
 
 
 def _case_id(r: PfResult) -> str:
@@ -163,7 +180,7 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
                 assertion = comp.get("assertion") or {}
                 name = _name(assertion)
                 res = Result(name, bool(comp.get("pass")), str(comp.get("reason") or ""), score=comp.get("score"))
-                if str(assertion.get("type", "")).removeprefix("not-") in MODEL_GRADED:
+                if _model_graded(str(assertion.get("type", ""))):
                     store.record_soft(
                         run_id,
                         case_id,
@@ -177,6 +194,11 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
                     )
                 else:
                     hard.append(res)
+                done.results += 1
+            # Graders the red team left out for want of a judge: soft gates recorded as skipped, never passes.
+            for grader in (r.testCase.get("metadata") or {}).get("kitNotGraded") or []:
+                store.record_soft(run_id, case_id, attempt, str(grader), outcome="skipped",
+                                  reason="not graded: no judge model configured (KIT_JUDGE_MODEL)")
                 done.results += 1
             error = (r.error or "provider error") if r.failureReason == ERROR_REASON else None
             if not r.success and not error and all(h.passed for h in hard):
