@@ -209,6 +209,14 @@ def summary_text(runs: list[dict[str, Any]], gates: list[dict[str, Any]],
             cells.append(f"{'-' if c_n is None else f'{c_n[0]}/{c_n[1]}' + ('' if c_n[0] == c_n[1] else ' !'):>20}")
         lines.append("  " + f"{case_id[:40]:<40}" + "".join(cells))
     if failing:
+        by_check: dict[str, dict[str, set[str]]] = {}
+        for f in failing:
+            by_check.setdefault(f["check"], {}).setdefault(f["source"], set()).add(f["case_id"])
+        lines.append("\n== failing checks by name (the faults they catch)")
+        ranked = sorted(by_check.items(), key=lambda kv: -sum(len(c) for c in kv[1].values()))
+        for check, per_source in ranked:
+            shown = ", ".join(f"{src} {len(cases)} cases" for src, cases in sorted(per_source.items()))
+            lines.append(f"  {check:<44} {shown}")
         lines.append("\n== failing checks")
         for f in failing[:60]:
             lines.append(f"  {f['source']:<10} {f['case_id']:<34} {f['gate']} {f['outcome']}: {f['check']}: "
@@ -224,10 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="run only these stages")
     parser.add_argument("--shards", type=Path, help="merge these CI shard results instead of running the kit stage")
     parser.add_argument("--baseline-store", type=Path, help="a store from the base branch, to compare against")
+    parser.add_argument("--out", type=Path, default=OUT, help="where the summary, reports and logs go (.kit)")
     args = parser.parse_args(argv)
 
-    OUT.mkdir(exist_ok=True)
-    logs = OUT / "logs"
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    logs = out / "logs"
     logs.mkdir(exist_ok=True)
     env = dict(os.environ)
     env.update({"DEEPEVAL_TELEMETRY_OPT_OUT": "1", "PYTHONDONTWRITEBYTECODE": "1"})
@@ -250,21 +260,21 @@ def main(argv: list[str] | None = None) -> int:
         gated = [r["run_id"] for r in runs if not is_control(r)]
         text = summary_text(runs, gate_counts(con, gated), case_matrix(con, gated), failing_checks(con, gated),
                             results)
-        (OUT / "junit.xml").write_text(junit(con, runs))
+        (out / "junit.xml").write_text(junit(con, runs))
         previous = {r["run_id"]: previous_run(con, r) for r in runs}
     print(text)
-    (OUT / "summary.txt").write_text(text)
+    (out / "summary.txt").write_text(text)
 
     kit_cli = [sys.executable, "-m", "kit.cli"]
     kit_run = next((r["run_id"] for r in reversed(runs) if r["source"] == "kit"), None)
     if kit_run:
-        subprocess.run([*kit_cli, "report", "--run", kit_run, "--html", str(OUT / "report.html")],
+        subprocess.run([*kit_cli, "report", "--run", kit_run, "--html", str(out / "report.html")],
                        stdout=subprocess.DEVNULL, check=False)
-        print(f"HTML report: {OUT / 'report.html'}; JUnit XML: {OUT / 'junit.xml'}")
+        print(f"HTML report: {out / 'report.html'}; JUnit XML: {out / 'junit.xml'}")
         if previous.get(kit_run):
             cmp = subprocess.run([*kit_cli, "compare", previous[kit_run], kit_run], capture_output=True,
                                  text=True, check=False)
-            (OUT / "compare.md").write_text(f"### Evals: comparison with the previous run\n\n```\n{cmp.stdout}```\n")
+            (out / "compare.md").write_text(f"### Evals: comparison with the previous run\n\n```\n{cmp.stdout}```\n")
 
     verdicts = []
     for r in runs:

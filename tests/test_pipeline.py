@@ -1,0 +1,63 @@
+"""`make evals`' orchestrator: stages into one store, one summary, JUnit XML, the gates' verdict."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kit import pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_pipeline(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "KIT_STORE": str(tmp_path / "evals.duckdb"), "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-m", "kit.pipeline", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("faulty")
+    return tmp, run_pipeline(tmp, "--only", "lint", "kit", "--variant", "over_refund", "--out", str(tmp / "out"))
+
+
+def test_a_fault_variant_fails_and_the_summary_names_its_check(faulty):
+    _, proc = faulty
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    by_name = proc.stdout.split("== failing checks by name")[1].split("== failing checks\n")[0]
+    assert "refund_within_order_total" in by_name
+    assert "make evals: FAILED" in proc.stdout
+
+
+def test_junit_names_the_failing_check(faulty):
+    tmp, _ = faulty
+    junit = ET.parse(tmp / "out" / "junit.xml").getroot()
+    failures = [f.get("message") for f in junit.iter("failure")]
+    assert failures and any("refund_within_order_total" in m for m in failures)
+    suite = next(junit.iter("testsuite"))
+    assert int(suite.get("failures")) == len(failures) and suite.get("name").startswith("kit:")
+
+
+def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monkeypatch):
+    def stages(variant, shards):
+        kit = [sys.executable, "-m", "kit.cli"]
+        return [pipeline.Stage("kit", [*kit, "run", "-q", "-k", "kb-*"], "runner"),
+                pipeline.Stage("deepeval", ["/nonexistent/deepeval"], "a tool that is not installed")]
+
+    monkeypatch.setattr(pipeline, "stages", stages)
+    monkeypatch.setenv("KIT_STORE", str(tmp_path / "evals.duckdb"))
+    monkeypatch.chdir(ROOT)
+    assert pipeline.main(["--out", str(tmp_path / "out")]) == 1
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert "deepeval   exit 127" in summary
+    assert "7/7 case runs passed" in summary  # the runner's results are still there
+
+
+def test_a_control_target_is_not_gated():
+    assert pipeline.is_control({"model": "control-obey-injection", "agent": "x"})
+    assert not pipeline.is_control({"model": "agent-default", "agent": "red team"})
