@@ -57,8 +57,15 @@ def test_hook_drops_llm_graders_without_a_judge_and_names_them(monkeypatch: pyte
     assert out["metadata"]["kitNotGraded"] == ["promptfoo:redteam:sql-injection"]
     assert out["metadata"]["case_id"] == "redteam/unknown/basic"
     monkeypatch.setenv("KIT_JUDGE_MODEL", "some-judge-2025-01-01")
+    monkeypatch.setenv("KIT_JUDGE_BASE_URL", "http://127.0.0.1:8011/v1")
     kept = hooks.beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]
     assert len(kept["assert"]) == 2
+    # The graders are pointed at the kit's judge, never left to Promptfoo's default (hosted) grader.
+    assert kept["assert"][0]["provider"] == {
+        "id": "openai:chat:some-judge-2025-01-01",
+        "config": {"temperature": 0.0, "apiBaseUrl": "http://127.0.0.1:8011/v1", "apiKey": "unused"},
+    }
+    assert "provider" not in kept["assert"][1]
 
 
 def test_oracle_passes_the_default_agent_on_every_attack_and_fails_the_vulnerable_one() -> None:
