@@ -18,6 +18,8 @@ from pathlib import Path
 
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
 ROOT = Path(__file__).resolve().parent.parent
+# bench/deepeval.py would shadow the deepeval package: import from the project root, not from bench/.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
 from kit.case import parse_case  # noqa: E402
@@ -78,8 +80,8 @@ def median_us(fn, n: int) -> float:
     return statistics.median(times) / 1000
 
 
-def import_kit_ms() -> float:
-    code = "import time; t=time.perf_counter(); import kit; print((time.perf_counter()-t)*1000)"
+def import_kit_ms(module: str = "kit") -> float:
+    code = f"import time; t=time.perf_counter(); import {module}; print((time.perf_counter()-t)*1000)"
     runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                  cwd=ROOT).stdout) for _ in range(5)]
     return statistics.median(runs)
@@ -146,6 +148,7 @@ def main() -> None:
     print(f"\nkit trajectory+args          {kit_tool_us:>10.2f} µs")
     print(f"DeepEval ToolCorrectnessMetric {de_us:>8.2f} µs   ({de_us / kit_tool_us:.0f}x slower; target >= 10x)")
     print(f"\nimport kit: {import_kit_ms():.1f} ms (median of 5 fresh interpreters; target < 150)")
+    print(f"import kit.evaluate (models, every check registered): {import_kit_ms('kit.evaluate'):.1f} ms")
 
 
 if __name__ == "__main__":
