@@ -79,7 +79,9 @@ def test_no_pii_card_needs_luhn_and_allow_list_works():
 
 
 def test_json_keys_and_fenced_output():
-    t = make_trace(output='```json\n{"status": "ok", "id": 3}\n```')
+    fenced = run1(make_trace(output='```json\n{"status": "ok"}\n```'), {"type": "json"})
+    assert not fenced.passed and "wrapped in a ``` fence" in fenced.reason
+    t = make_trace(output='{"status": "ok", "id": 3}')
     assert run1(t, {"type": "json", "keys": ["status"]}).passed
     r = run1(t, {"type": "json", "keys": ["status", "refund"]})
     assert not r.passed and "lacks keys ['refund']" in r.reason

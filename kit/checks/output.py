@@ -88,14 +88,12 @@ def no_pii(
 
 def _parse_json_output(trace: Trace) -> tuple[Any, str]:
     text = trace.output.strip()
-    # Models often wrap JSON in a fenced block; the fence is formatting, not content.
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.S)
-    if fenced:
-        text = fenced.group(1)
     try:
         return json.loads(text), ""
     except json.JSONDecodeError as e:
-        return None, f"output is not JSON ({e.msg} at line {e.lineno}, column {e.colno})"
+        # A fenced block is not JSON to the program that reads it; say so rather than accept it.
+        hint = " (it is wrapped in a ``` fence)" if re.fullmatch(r"```(?:json)?\s*.*?\s*```", text, re.S) else ""
+        return None, f"output is not JSON{hint} ({e.msg} at line {e.lineno}, column {e.colno})"
 
 
 @check("json")
