@@ -27,23 +27,50 @@ from kit.evaluate import evaluate, run_check  # noqa: E402
 from kit.trace import Trace  # noqa: E402
 
 TOOLS = ["lookup_customer", "lookup_order", "search_kb", "issue_refund", "send_email"]
-SCHEMAS = {t: {"type": "object", "properties": {"order_id": {"type": "string"}, "n": {"type": "integer"}},
-               "required": ["order_id"]} for t in TOOLS}
+SCHEMAS = {
+    t: {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["order_id"],
+    }
+    for t in TOOLS
+}
 
 
 def fifty_span_trace() -> dict:
     spans = [{"kind": "message", "role": "user", "content": "Please refund ORD-123456"}]
     for i in range(24):
-        spans.append({"kind": "llm", "name": "gpt-4o-2024-08-06", "tokens_in": 800 + i, "tokens_out": 60,
-                      "cost_usd": 0.003, "latency_ms": 900})
+        spans.append(
+            {
+                "kind": "llm",
+                "name": "gpt-4o-2024-08-06",
+                "tokens_in": 800 + i,
+                "tokens_out": 60,
+                "cost_usd": 0.003,
+                "latency_ms": 900,
+            }
+        )
         tool = TOOLS[i % len(TOOLS)]
-        spans.append({"kind": "tool", "name": tool, "input": {"order_id": f"ORD-{100000 + i}", "n": i},
-                      "output": {"ok": True, "total": 42.5}, "latency_ms": 12})
+        spans.append(
+            {
+                "kind": "tool",
+                "name": tool,
+                "input": {"order_id": f"ORD-{100000 + i}", "n": i},
+                "output": {"ok": True, "total": 42.5},
+                "latency_ms": 12,
+            }
+        )
     spans.append({"kind": "message", "role": "assistant", "content": "Refund of $42.50 issued for ORD-123456."})
-    return {"case_id": "bench", "final_output": '{"status": "refunded", "amount": 42.5, "order": "ORD-123456"}',
-            "finish_reason": "finish", "spans": spans,
-            "end_state": {"refunds": [{"order_id": "ORD-123456", "amount": 42.5}],
-                          "orders": [{"order_id": f"ORD-{100000 + i}", "total": 10.0 + i} for i in range(20)]}}
+    return {
+        "case_id": "bench",
+        "final_output": '{"status": "refunded", "amount": 42.5, "order": "ORD-123456"}',
+        "finish_reason": "finish",
+        "spans": spans,
+        "end_state": {
+            "refunds": [{"order_id": "ORD-123456", "amount": 42.5}],
+            "orders": [{"order_id": f"ORD-{100000 + i}", "total": 10.0 + i} for i in range(20)],
+        },
+    }
 
 
 CHECKS = [
@@ -82,8 +109,10 @@ def median_us(fn, n: int) -> float:
 
 def import_kit_ms(module: str = "kit") -> float:
     code = f"import time; t=time.perf_counter(); import {module}; print((time.perf_counter()-t)*1000)"
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                 cwd=ROOT).stdout) for _ in range(5)]
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout)
+        for _ in range(5)
+    ]
     return statistics.median(runs)
 
 
@@ -110,10 +139,14 @@ def deepeval_tool_correctness_us(raw: dict, n: int) -> float:
         def get_model_name(self):
             return "never-called"
 
-    calls = [ToolCall(name=s["name"], input_parameters=s["input"], output=s["output"])
-             for s in raw["spans"] if s["kind"] == "tool"]
-    tc = LLMTestCase(input="Please refund ORD-123456", actual_output=raw["final_output"], tools_called=calls,
-                     expected_tools=calls)
+    calls = [
+        ToolCall(name=s["name"], input_parameters=s["input"], output=s["output"])
+        for s in raw["spans"]
+        if s["kind"] == "tool"
+    ]
+    tc = LLMTestCase(
+        input="Please refund ORD-123456", actual_output=raw["final_output"], tools_called=calls, expected_tools=calls
+    )
     metric = ToolCorrectnessMetric(model=NeverCalled(), async_mode=False, include_reason=True)
 
     def once():
@@ -139,8 +172,10 @@ def main() -> None:
     prep = median_us(lambda: evaluate(Trace.model_validate(raw), case), 200)
     parse = median_us(lambda: Trace.model_validate(raw), 500)
     print(f"\nslowest check but end_state/schema: {max(fast):.2f} µs (target < 20)")
-    print(f"whole case, all {len(case.checks)} checks on a fresh trace incl. parsing: {prep:.0f} µs "
-          f"(parsing alone {parse:.0f} µs)")
+    print(
+        f"whole case, all {len(case.checks)} checks on a fresh trace incl. parsing: {prep:.0f} µs "
+        f"(parsing alone {parse:.0f} µs)"
+    )
     trajectory = next(s for s in case.checks if s.type == "trajectory")
     args_spec = next(s for s in case.checks if s.type == "args")
     kit_tool_us = median_us(lambda: (run_check(trajectory, trace, case), run_check(args_spec, trace, case)), n)

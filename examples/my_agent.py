@@ -16,9 +16,17 @@ def run(user_input: str) -> list[dict]:
     result = {"order_id": order_id, "status": "shipped", "carrier": "UPS"}
     return [
         {"role": "user", "content": user_input},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "lookup_order", "arguments": json.dumps({"order_id": order_id})}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup_order", "arguments": json.dumps({"order_id": order_id})},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(result)},
         {"role": "assistant", "content": f"{order_id} has shipped with UPS."},
     ]

@@ -87,8 +87,7 @@ def parse_check(
 
     where = f"#{index + 1}" + (f" of invariant {invariant!r}" if invariant else "")
     if not isinstance(raw, dict):
-        raise KitInputError(f"a check must be a mapping, got {type(raw).__name__}", file=file, case=case,
-                            check=where)
+        raise KitInputError(f"a check must be a mapping, got {type(raw).__name__}", file=file, case=case, check=where)
     params = dict(raw)
     type_ = params.pop("type", None)
     label = params.pop("name", None)
@@ -97,8 +96,9 @@ def parse_check(
     definition = REGISTRY.get(type_)
     if definition is None:
         known = ", ".join(sorted(REGISTRY))
-        raise KitInputError(f"unknown check type {type_!r} (known: {known})", file=file, case=case,
-                            check=f"{where} ({type_})")
+        raise KitInputError(
+            f"unknown check type {type_!r} (known: {known})", file=file, case=case, check=f"{where} ({type_})"
+        )
     try:
         parsed = definition.parse(params, {"base_dir": base_dir})
     except ValueError as e:
@@ -150,9 +150,7 @@ def find_invariants_file(start: Path) -> Path | None:
     return None
 
 
-def parse_case(
-    raw: Any, *, file: str | None, base_dir: Path | None, invariants: dict[str, list[CheckSpec]]
-) -> Case:
+def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants: dict[str, list[CheckSpec]]) -> Case:
     case_id = raw.get("id") if isinstance(raw, dict) else None
     if not isinstance(raw, dict):
         raise KitInputError(f"a case must be a mapping, got {type(raw).__name__}", file=file)
@@ -163,15 +161,17 @@ def parse_case(
         loc = ".".join(str(x) for x in err["loc"])
         msg = f"missing field {loc!r}" if err["type"] == "missing" else f"field {loc!r}: {err['msg']}"
         raise KitInputError(msg, file=file, case=str(case_id) if case_id else None) from None
-    checks = [
-        parse_check(c, file=file, case=m.id, index=i, base_dir=base_dir) for i, c in enumerate(m.checks)
-    ]
+    checks = [parse_check(c, file=file, case=m.id, index=i, base_dir=base_dir) for i, c in enumerate(m.checks)]
     for name in m.invariants:
         bundle = invariants.get(name)
         if bundle is None:
             if not invariants:
-                raise KitInputError(f"unknown invariant {name!r}: no invariants.yaml beside or above the case "
-                                    "file (give one with --invariants FILE)", file=file, case=m.id)
+                raise KitInputError(
+                    f"unknown invariant {name!r}: no invariants.yaml beside or above the case "
+                    "file (give one with --invariants FILE)",
+                    file=file,
+                    case=m.id,
+                )
             known = ", ".join(sorted(invariants))
             raise KitInputError(f"unknown invariant {name!r} (known: {known})", file=file, case=m.id)
         checks.extend(bundle)
@@ -244,8 +244,7 @@ def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> S
                 errors.append(e)
                 continue
             if case.id in seen:
-                errors.append(KitInputError(f"duplicate case id (first in {seen[case.id]})", file=str(f),
-                                            case=case.id))
+                errors.append(KitInputError(f"duplicate case id (first in {seen[case.id]})", file=str(f), case=case.id))
                 continue
             seen[case.id] = str(f)
             cases.append(case)

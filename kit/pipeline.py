@@ -42,11 +42,15 @@ def stages(variant: str | None, shards: Path | None) -> list[Stage]:
     make = ["make", "--no-print-directory", "-s"]
     variant_args = ["--variant", variant] if variant else []
     if shards is not None and any(shards.glob("*")):
-        runner = Stage("kit", [*kit, "run", "-q", "--merge", *sorted(str(p) for p in shards.iterdir())],
-                       "the kit's runner (merged from CI shards)")
+        runner = Stage(
+            "kit",
+            [*kit, "run", "-q", "--merge", *sorted(str(p) for p in shards.iterdir())],
+            "the kit's runner (merged from CI shards)",
+        )
     else:
-        runner = Stage("kit", [*kit, "run", "-q", "--cases", "golden", *variant_args],
-                       "the kit's runner on the reference agent")
+        runner = Stage(
+            "kit", [*kit, "run", "-q", "--cases", "golden", *variant_args], "the kit's runner on the reference agent"
+        )
     return [
         Stage("lint", [*kit, "lint", "golden"], "golden cases are valid"),
         runner,
@@ -64,8 +68,9 @@ def run_stage(stage: Stage, env: dict[str, str], logs: Path) -> StageResult:
         f.write(f"$ {shlex.join(stage.argv)}\n")
         f.flush()
         try:
-            code = subprocess.run(stage.argv, stdout=f, stderr=subprocess.STDOUT, env=env,
-                                  stdin=subprocess.DEVNULL, check=False).returncode
+            code = subprocess.run(
+                stage.argv, stdout=f, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL, check=False
+            ).returncode
         except OSError as e:
             f.write(f"cannot start: {e}\n")
             code = 127
@@ -96,28 +101,39 @@ def run_ids(con: Any) -> set[str]:
 
 def new_runs(con: Any, before: set[str]) -> list[dict[str, Any]]:
     """The runs this invocation wrote (merged shards keep their own, earlier, start times)."""
-    return _rows(con, """
+    return _rows(
+        con,
+        """
         SELECT r.run_id, r.source, r.status, r.agent, r.model, r.started_at,
                count(c.run_id) AS runs, count_if(c.passed) AS passed,
                count(DISTINCT c.case_id) AS cases
         FROM runs r LEFT JOIN case_results c USING (run_id)
         WHERE r.run_id NOT IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY r.started_at""",
-                 [sorted(before)])
+        [sorted(before)],
+    )
 
 
 def gate_counts(con: Any, run_ids: list[str]) -> list[dict[str, Any]]:
-    return _rows(con, """
+    return _rows(
+        con,
+        """
         SELECT r.source, k.gate, k.outcome, count(*) AS n
         FROM check_results k JOIN runs r USING (run_id)
-        WHERE k.run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY ALL""", [run_ids])
+        WHERE k.run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY ALL""",
+        [run_ids],
+    )
 
 
 def case_matrix(con: Any, run_ids: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
-    rows = _rows(con, """
+    rows = _rows(
+        con,
+        """
         SELECT c.case_id, r.source AS src, count(*) AS n, count_if(c.passed) AS c
         FROM case_results c JOIN runs r USING (run_id)
         WHERE c.run_id IN (SELECT unnest(?::VARCHAR[])) AND NOT starts_with(c.case_id, 'redteam/')
-        GROUP BY ALL""", [run_ids])
+        GROUP BY ALL""",
+        [run_ids],
+    )
     out: dict[str, dict[str, tuple[int, int]]] = {}
     for r in rows:
         out.setdefault(r["case_id"], {})[r["src"]] = (r["c"], r["n"])
@@ -125,11 +141,15 @@ def case_matrix(con: Any, run_ids: list[str]) -> dict[str, dict[str, tuple[int, 
 
 
 def failing_checks(con: Any, run_ids: list[str]) -> list[dict[str, Any]]:
-    return _rows(con, """
+    return _rows(
+        con,
+        """
         SELECT r.source, k.case_id, k."check", k.gate, k.outcome, any_value(k.reason) AS reason, count(*) AS n
         FROM check_results k JOIN runs r USING (run_id)
         WHERE k.run_id IN (SELECT unnest(?::VARCHAR[])) AND k.outcome IN ('fail', 'error')
-        GROUP BY ALL ORDER BY r.source, k.case_id, k."check" """, [run_ids])
+        GROUP BY ALL ORDER BY r.source, k.case_id, k."check" """,
+        [run_ids],
+    )
 
 
 def junit(con: Any, runs: list[dict[str, Any]]) -> str:
@@ -137,12 +157,20 @@ def junit(con: Any, runs: list[dict[str, Any]]) -> str:
     soft gates without a judge are skipped testcases (never passes)."""
     parts = ['<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>"]
     for run in runs:
-        cases = _rows(con, """
+        cases = _rows(
+            con,
+            """
             SELECT case_id, attempt, passed, outcome, error, latency_ms FROM case_results
-            WHERE run_id = ? ORDER BY case_id, attempt""", [run["run_id"]])
-        checks = _rows(con, """
+            WHERE run_id = ? ORDER BY case_id, attempt""",
+            [run["run_id"]],
+        )
+        checks = _rows(
+            con,
+            """
             SELECT case_id, attempt, "check", gate, outcome, reason FROM check_results
-            WHERE run_id = ? AND outcome <> 'pass'""", [run["run_id"]])
+            WHERE run_id = ? AND outcome <> 'pass'""",
+            [run["run_id"]],
+        )
         by_case: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for k in checks:
             by_case.setdefault((k["case_id"], k["attempt"]), []).append(k)
@@ -151,8 +179,10 @@ def junit(con: Any, runs: list[dict[str, Any]]) -> str:
         errors = sum(c["outcome"] == "error" or bool(c["error"]) for c in cases)
         skipped = sum(k["outcome"] == "skipped" for k in soft)
         name = html.escape(f"{run['source']}:{run['run_id']}", quote=True)
-        parts.append(f'  <testsuite name="{name}" tests="{len(cases) + len(soft)}" failures="{failures}" '
-                     f'errors="{errors}" skipped="{skipped}">')
+        parts.append(
+            f'  <testsuite name="{name}" tests="{len(cases) + len(soft)}" failures="{failures}" '
+            f'errors="{errors}" skipped="{skipped}">'
+        )
         for c in cases:
             tc = html.escape(f"{c['case_id']}#{c['attempt']}", quote=True)
             secs = (c["latency_ms"] or 0) / 1000
@@ -178,9 +208,13 @@ def junit(con: Any, runs: list[dict[str, Any]]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def summary_text(runs: list[dict[str, Any]], gates: list[dict[str, Any]],
-                 matrix: dict[str, dict[str, tuple[int, int]]], failing: list[dict[str, Any]],
-                 results: list[StageResult]) -> str:
+def summary_text(
+    runs: list[dict[str, Any]],
+    gates: list[dict[str, Any]],
+    matrix: dict[str, dict[str, tuple[int, int]]],
+    failing: list[dict[str, Any]],
+    results: list[StageResult],
+) -> str:
     lines = ["", "== stages"]
     for r in results:
         lines.append(f"  {r.stage.name:<10} exit {r.code:<4} {r.seconds:>7.1f} s   {r.stage.note}")
@@ -189,9 +223,11 @@ def summary_text(runs: list[dict[str, Any]], gates: list[dict[str, Any]],
     for r in runs:
         rate = f"{r['passed'] / r['runs']:.0%}" if r["runs"] else "-"
         role = "  CONTROL: must fail, not gated" if is_control(r) else ""
-        lines.append(f"  {r['source']:<10} {r['run_id']:<34} {r['status'] or '':<10} "
-                     f"{r['passed']}/{r['runs']} case runs passed ({rate}), {r['cases']} cases  "
-                     f"[{r['model'] or r['agent'] or ''}]{role}")
+        lines.append(
+            f"  {r['source']:<10} {r['run_id']:<34} {r['status'] or '':<10} "
+            f"{r['passed']}/{r['runs']} case runs passed ({rate}), {r['cases']} cases  "
+            f"[{r['model'] or r['agent'] or ''}]{role}"
+        )
     lines.append("\n== checks (per source and gate)")
     table: dict[tuple[str, str], dict[str, int]] = {}
     for g in gates:
@@ -219,8 +255,10 @@ def summary_text(runs: list[dict[str, Any]], gates: list[dict[str, Any]],
             lines.append(f"  {check:<44} {shown}")
         lines.append("\n== failing checks")
         for f in failing[:60]:
-            lines.append(f"  {f['source']:<10} {f['case_id']:<34} {f['gate']} {f['outcome']}: {f['check']}: "
-                         f"{str(f['reason'])[:140]} (x{f['n']})")
+            lines.append(
+                f"  {f['source']:<10} {f['case_id']:<34} {f['gate']} {f['outcome']}: {f['check']}: "
+                f"{str(f['reason'])[:140]} (x{f['n']})"
+            )
         if len(failing) > 60:
             lines.append(f"  ... and {len(failing) - 60} more (kit report --run ID)")
     return "\n".join(lines) + "\n"
@@ -252,14 +290,14 @@ def main(argv: list[str] | None = None) -> int:
     with store.connect() as con:
         before = run_ids(con)
 
-    results = [run_stage(s, env, logs) for s in stages(args.variant, args.shards)
-               if not args.only or s.name in args.only]
+    results = [
+        run_stage(s, env, logs) for s in stages(args.variant, args.shards) if not args.only or s.name in args.only
+    ]
 
     with store.connect() as con:
         runs = new_runs(con, before)
         gated = [r["run_id"] for r in runs if not is_control(r)]
-        text = summary_text(runs, gate_counts(con, gated), case_matrix(con, gated), failing_checks(con, gated),
-                            results)
+        text = summary_text(runs, gate_counts(con, gated), case_matrix(con, gated), failing_checks(con, gated), results)
         (out / "junit.xml").write_text(junit(con, runs))
         previous = {r["run_id"]: previous_run(con, r) for r in runs}
     print(text)
@@ -268,12 +306,16 @@ def main(argv: list[str] | None = None) -> int:
     kit_cli = [sys.executable, "-m", "kit.cli"]
     kit_run = next((r["run_id"] for r in reversed(runs) if r["source"] == "kit"), None)
     if kit_run:
-        subprocess.run([*kit_cli, "report", "--run", kit_run, "--html", str(out / "report.html")],
-                       stdout=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            [*kit_cli, "report", "--run", kit_run, "--html", str(out / "report.html")],
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
         print(f"HTML report: {out / 'report.html'}; JUnit XML: {out / 'junit.xml'}")
         if previous.get(kit_run):
-            cmp = subprocess.run([*kit_cli, "compare", previous[kit_run], kit_run], capture_output=True,
-                                 text=True, check=False)
+            cmp = subprocess.run(
+                [*kit_cli, "compare", previous[kit_run], kit_run], capture_output=True, text=True, check=False
+            )
             (out / "compare.md").write_text(f"### Evals: comparison with the previous run\n\n```\n{cmp.stdout}```\n")
 
     verdicts = []
@@ -287,8 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     # A stage that exited non-zero without writing a run is broken, not merely failing: it fails the build.
     wrote = {r["source"] for r in runs}
     expected_source = {"kit": "kit", "deepeval": "deepeval", "promptfoo": "promptfoo", "redteam": "promptfoo"}
-    broken = [r.stage.name for r in results
-              if r.code != 0 and (r.stage.name == "lint" or expected_source.get(r.stage.name) not in wrote)]
+    broken = [
+        r.stage.name
+        for r in results
+        if r.code != 0 and (r.stage.name == "lint" or expected_source.get(r.stage.name) not in wrote)
+    ]
     if broken:
         print(f"make evals: stage(s) {', '.join(broken)} failed without results; see {logs}/", file=sys.stderr)
     if not runs:
@@ -300,10 +345,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def previous_run(con: Any, run: dict[str, Any]) -> str | None:
     """The latest earlier complete run of the same source and agent: the baseline for flips."""
-    row = con.execute("""
+    row = con.execute(
+        """
         SELECT run_id FROM runs WHERE source = ? AND coalesce(agent, '') = coalesce(?, '') AND started_at < ?
           AND coalesce(status, 'complete') = 'complete'
-        ORDER BY started_at DESC LIMIT 1""", [run["source"], run["agent"], run["started_at"]]).fetchone()
+        ORDER BY started_at DESC LIMIT 1""",
+        [run["source"], run["agent"], run["started_at"]],
+    ).fetchone()
     return row[0] if row else None
 
 
@@ -314,16 +362,24 @@ def import_runs(store: Any, other: Path) -> int:
         try:
             before = con.execute("SELECT count(*) FROM runs").fetchone()[0]
             for table in ("runs", "case_results", "check_results"):
-                cols = [r[0] for r in con.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'base' "
-                    "AND table_name = ? INTERSECT SELECT column_name FROM information_schema.columns "
-                    "WHERE table_catalog <> 'base' AND table_name = ?", [table, table]).fetchall()]
+                cols = [
+                    r[0]
+                    for r in con.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'base' "
+                        "AND table_name = ? INTERSECT SELECT column_name FROM information_schema.columns "
+                        "WHERE table_catalog <> 'base' AND table_name = ?",
+                        [table, table],
+                    ).fetchall()
+                ]
                 names = ", ".join(f'"{c}"' for c in cols)
-                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
-                            "WHERE run_id NOT IN (SELECT run_id FROM runs)" if table == "runs" else
-                            f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
-                            "WHERE run_id IN (SELECT run_id FROM base.runs) AND run_id NOT IN "
-                            f"(SELECT DISTINCT run_id FROM {table})")
+                con.execute(
+                    f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
+                    "WHERE run_id NOT IN (SELECT run_id FROM runs)"
+                    if table == "runs"
+                    else f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
+                    "WHERE run_id IN (SELECT run_id FROM base.runs) AND run_id NOT IN "
+                    f"(SELECT DISTINCT run_id FROM {table})"
+                )
             return con.execute("SELECT count(*) FROM runs").fetchone()[0] - before
         finally:
             con.execute("DETACH base")

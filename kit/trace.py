@@ -119,8 +119,7 @@ class Trace(BaseModel):
     def tools_text(self) -> str:
         """Every tool call's name, arguments and result as JSON lines: what `regex` with target tools reads."""
         return "\n".join(
-            json.dumps({"tool": s.name, "input": s.input, "output": s.output}, default=str)
-            for s in self.tool_calls
+            json.dumps({"tool": s.name, "input": s.input, "output": s.output}, default=str) for s in self.tool_calls
         )
 
     @cached_property

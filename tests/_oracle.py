@@ -16,8 +16,14 @@ def tool(name: str, input: Any = None, output: Any = None, error: Any = None) ->
 
 
 def llm(tokens_in: int = 100, tokens_out: int = 20, cost_usd: float = 0.001, latency_ms: float = 100) -> dict:
-    return {"kind": "llm", "name": "m-2024-01-01", "tokens_in": tokens_in, "tokens_out": tokens_out,
-            "cost_usd": cost_usd, "latency_ms": latency_ms}
+    return {
+        "kind": "llm",
+        "name": "m-2024-01-01",
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost_usd": cost_usd,
+        "latency_ms": latency_ms,
+    }
 
 
 def make_trace(*spans: dict[str, Any], output: str = "", finish: str = "finish", **extra: Any) -> Trace:

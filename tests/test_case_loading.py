@@ -28,30 +28,44 @@ efficient: [{type: finished}, {type: no_repeat}]
 
 def test_invariants_expand_after_the_case_checks(tmp_path):
     write(tmp_path, "invariants.yaml", INVARIANTS)
-    write(tmp_path, "cases/a.yaml", """
+    write(
+        tmp_path,
+        "cases/a.yaml",
+        """
         id: a
         input: hi
         invariants: [refund_safety, efficient]
         checks: [{type: called, tool: lookup_order}]
-    """)
+    """,
+    )
     suite = load_suite(tmp_path)
     assert suite.errors == []
     (case,) = suite.cases
     assert [c.label for c in case.checks] == [
-        "called:lookup_order", "called_at_most:issue_refund", "finished", "no_repeat"]
+        "called:lookup_order",
+        "called_at_most:issue_refund",
+        "finished",
+        "no_repeat",
+    ]
     assert [c.invariant for c in case.checks] == [None, "refund_safety", "efficient", "efficient"]
 
 
 def test_one_broken_case_does_not_hide_the_others(tmp_path):
-    write(tmp_path, "many.yaml", """
+    write(
+        tmp_path,
+        "many.yaml",
+        """
         - {id: good, input: hi, checks: [{type: finished}]}
         - {id: bad, input: hi, checks: [{type: finished}, {type: callled, tool: x}]}
         - {id: also-good, input: hi}
-    """)
+    """,
+    )
     suite = load_suite(tmp_path)
     assert [c.id for c in suite.cases] == ["good", "also-good"]
     (err,) = suite.errors
-    assert str(err).startswith(f"{tmp_path / 'many.yaml'}: case 'bad': check #2 (callled): unknown check type 'callled'")
+    assert str(err).startswith(
+        f"{tmp_path / 'many.yaml'}: case 'bad': check #2 (callled): unknown check type 'callled'"
+    )
 
 
 @pytest.mark.parametrize(
@@ -63,7 +77,10 @@ def test_one_broken_case_does_not_hide_the_others(tmp_path):
         ("{type: regex, pattern: '(unclosed'}", "check #1 (regex): parameter 'pattern': invalid regex '(unclosed'"),
         ("{type: schema, schema: {type: strng}}", "check #1 (schema): parameter 'schema': invalid JSON Schema"),
         ("{type: schema, schema: {}, target: tools}", "check #1 (schema): target must be 'output' or 'tool:NAME'"),
-        ("{type: end_state, query: 'SELEC x', empty: true}", "check #1 (end_state): parameter 'query': SQL does not parse"),
+        (
+            "{type: end_state, query: 'SELEC x', empty: true}",
+            "check #1 (end_state): parameter 'query': SQL does not parse",
+        ),
         ("{type: end_state, query: 'DELETE FROM refunds', empty: true}", "query must be a SELECT, got DELETE"),
         ("{type: end_state, query: 'SELECT 1'}", "give exactly one of 'expected' (rows) or 'empty: true'"),
         ("{type: arg, tool: t, key: k}", "give exactly one of 'expected' or 'pattern'"),
@@ -95,12 +112,16 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
 
 def test_missing_fields_unknown_invariant_and_duplicate_ids(tmp_path):
     write(tmp_path, "invariants.yaml", INVARIANTS)
-    write(tmp_path, "a.yaml", """
+    write(
+        tmp_path,
+        "a.yaml",
+        """
         - {id: no-input}
         - {id: c, input: hi, invariants: [refund_safty]}
         - {id: d, input: hi}
         - {id: d, input: again}
-    """)
+    """,
+    )
     messages = [str(e) for e in load_suite(tmp_path).errors]
     assert messages[0].endswith("case 'no-input': missing field 'input'")
     assert "case 'c': unknown invariant 'refund_safty' (known: efficient, refund_safety)" in messages[1]

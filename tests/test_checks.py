@@ -14,8 +14,10 @@ REFUND = make_trace(
     tool("issue_refund", {"order_id": "ORD-123456", "amount": 42.5, "meta": {"reason": "damaged", "n": 1}}),
     output="Refund of $42.50 issued for ORD-123456.",
     latency_ms=1500,
-    end_state={"refunds": [{"order_id": "ORD-123456", "amount": 42.5}],
-               "orders": [{"order_id": "ORD-123456", "total": 42.5}, {"order_id": "ORD-654321", "total": 10}]},
+    end_state={
+        "refunds": [{"order_id": "ORD-123456", "amount": 42.5}],
+        "orders": [{"order_id": "ORD-123456", "total": 42.5}, {"order_id": "ORD-654321", "total": 10}],
+    },
 )
 
 
@@ -109,8 +111,10 @@ def test_schema_from_a_file_relative_to_the_case(tmp_path):
 
 
 def test_tool_schemas_rejects_bad_arguments_and_unknown_tools(tmp_path):
-    schemas = {"lookup_order": {"type": "object", "required": ["order_id"]},
-               "issue_refund": {"type": "object", "properties": {"amount": {"type": "number"}}}}
+    schemas = {
+        "lookup_order": {"type": "object", "required": ["order_id"]},
+        "issue_refund": {"type": "object", "properties": {"amount": {"type": "number"}}},
+    }
     assert run1(REFUND, {"type": "tool_schemas", "schemas": schemas}).passed
     bad = make_trace(tool("issue_refund", {"amount": "lots"}))
     r = run1(bad, {"type": "tool_schemas", "schemas": schemas})
@@ -187,7 +191,9 @@ def test_args_json_string_arguments_and_key_order():
     assert run1(t, {"type": "args", "tool": "issue_refund", "expected": {"order_id": "ORD-1", "amount": 42.5}}).passed
     r = run1(t, {"type": "args", "tool": "issue_refund", "expected": {"order_id": "ORD-1"}})
     assert not r.passed and "want exact match" in r.reason
-    assert run1(t, {"type": "args", "tool": "issue_refund", "expected": {"order_id": "ORD-1"}, "mode": "partial"}).passed
+    assert run1(
+        t, {"type": "args", "tool": "issue_refund", "expected": {"order_id": "ORD-1"}, "mode": "partial"}
+    ).passed
 
 
 def test_args_nested_values_compare_deeply():
@@ -241,8 +247,11 @@ def test_trajectory_in_order_allows_tools_between():
 
 
 def test_no_repeat_catches_loops_across_key_order_and_number_spelling():
-    loop = make_trace(tool("lookup_order", {"id": 1, "x": "a"}), tool("lookup_order", {"x": "a", "id": 1.0}),
-                      tool("lookup_order", {"id": 1, "x": "a"}))
+    loop = make_trace(
+        tool("lookup_order", {"id": 1, "x": "a"}),
+        tool("lookup_order", {"x": "a", "id": 1.0}),
+        tool("lookup_order", {"id": 1, "x": "a"}),
+    )
     r = run1(loop, {"type": "no_repeat"})
     assert not r.passed and r.reason.startswith("lookup_order called 3 times with the same arguments")
     assert run1(REFUND, {"type": "no_repeat"}).passed
@@ -263,8 +272,9 @@ def test_finished():
 
 
 def test_budget_limits_and_reason():
-    r = run1(REFUND, {"type": "budget", "steps": 8, "tokens": 1000, "cost_usd": 0.05, "latency_ms": 2000,
-                      "tool_calls": 2})
+    r = run1(
+        REFUND, {"type": "budget", "steps": 8, "tokens": 1000, "cost_usd": 0.05, "latency_ms": 2000, "tool_calls": 2}
+    )
     assert r.passed and "steps 2 <= 8" in r.reason
     r = run1(REFUND, {"type": "budget", "steps": 1, "cost_usd": 0.001})
     assert not r.passed and r.reason == "steps 2, at most 1 allowed; cost_usd 0.002, at most 0.001 allowed"
@@ -276,13 +286,20 @@ def test_budget_limits_and_reason():
 
 def test_end_state_rows_multiset_ordered_and_empty():
     q = "SELECT order_id, total FROM orders"
-    assert run1(REFUND, {"type": "end_state", "query": q,
-                         "expected": [["ORD-654321", 10.0], ["ORD-123456", 42.5]]}).passed
-    r = run1(REFUND, {"type": "end_state", "query": q + " ORDER BY order_id", "ordered": True,
-                      "expected": [["ORD-654321", 10], ["ORD-123456", 42.5]]})
+    assert run1(
+        REFUND, {"type": "end_state", "query": q, "expected": [["ORD-654321", 10.0], ["ORD-123456", 42.5]]}
+    ).passed
+    r = run1(
+        REFUND,
+        {
+            "type": "end_state",
+            "query": q + " ORDER BY order_id",
+            "ordered": True,
+            "expected": [["ORD-654321", 10], ["ORD-123456", 42.5]],
+        },
+    )
     assert not r.passed and r.reason.startswith("query returned")
-    assert run1(REFUND, {"type": "end_state", "query": "SELECT * FROM refunds WHERE amount > 50",
-                         "empty": True}).passed
+    assert run1(REFUND, {"type": "end_state", "query": "SELECT * FROM refunds WHERE amount > 50", "empty": True}).passed
     r = run1(REFUND, {"type": "end_state", "query": "SELECT order_id FROM refunds", "empty": True})
     assert not r.passed and r.reason == "query returned 1 rows, want none: [['ORD-123456']]"
 
@@ -300,6 +317,8 @@ def test_a_check_name_override_is_the_result_name():
 def test_end_state_empty_table_keeps_its_declared_columns():
     t = make_trace(end_state={"emails": []}, end_state_columns={"emails": ["to_address", "subject"]})
     assert run1(t, {"type": "end_state", "query": "SELECT to_address FROM emails", "empty": True}).passed
-    r = run1(make_trace(end_state={"emails": []}), {"type": "end_state", "query": "SELECT to_address FROM emails",
-                                                     "empty": True})
+    r = run1(
+        make_trace(end_state={"emails": []}),
+        {"type": "end_state", "query": "SELECT to_address FROM emails", "empty": True},
+    )
     assert r.outcome == "error"  # without declared columns the column is unknown: an error, never a pass

@@ -25,8 +25,7 @@ checks:
 def trace(attempt: int, amount: float, lookup: bool = True) -> dict:
     spans = [{"kind": "tool", "name": "lookup_order", "input": {"order_id": "ORD-123456"}}] if lookup else []
     spans.append({"kind": "tool", "name": "issue_refund", "input": json.dumps({"amount": amount})})
-    return {"case_id": "refund", "attempt": attempt, "final_output": "done", "finish_reason": "finish",
-            "spans": spans}
+    return {"case_id": "refund", "attempt": attempt, "final_output": "done", "finish_reason": "finish", "spans": spans}
 
 
 @pytest.fixture
@@ -53,11 +52,16 @@ def test_json_shape_and_pass_hat_k(tmp_path, suite, capsys):
     out = json.loads(capsys.readouterr().out)
     first_fail = out["results"][1]
     assert first_fail == {
-        "case_id": "refund", "attempt": 1, "passed": False,
+        "case_id": "refund",
+        "attempt": 1,
+        "passed": False,
         "checks": [
             {"check": "called:lookup_order", "outcome": "pass", "reason": "lookup_order called 1 time"},
-            {"check": "arg:issue_refund.amount", "outcome": "fail",
-             "reason": "arg issue_refund.amount: got 40.0, want 42.5"},
+            {
+                "check": "arg:issue_refund.amount",
+                "outcome": "fail",
+                "reason": "arg issue_refund.amount: got 40.0, want 42.5",
+            },
         ],
     }
     s = out["summary"]
@@ -110,7 +114,8 @@ def test_jsonl_traces(tmp_path, suite, capsys):
 def test_lint_reports_every_problem_with_file_case_and_check(tmp_path, capsys):
     (tmp_path / "tools.json").write_text(json.dumps({"lookup_order": {}, "issue_refund": {}}))
     (tmp_path / "invariants.yaml").write_text("safe: [{type: called_at_most, tool: issue_refund}]\n")
-    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""
+    (tmp_path / "cases.yaml").write_text(
+        textwrap.dedent("""
         - id: ok
           input: hi
           invariants: [safe]
@@ -124,13 +129,16 @@ def test_lint_reports_every_problem_with_file_case_and_check(tmp_path, capsys):
         - id: bad-sql
           input: hi
           checks: [{type: end_state, query: 'SELECT FROM WHERE', empty: true}]
-    """))
+    """)
+    )
     assert main(["lint", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
     f = tmp_path / "cases.yaml"
     assert f"kit lint: {f}: case 'typo-tool': check #1 (called): tool 'lookup_ordr' is not in tools.json" in err
-    assert any(line.startswith(f"kit lint: {f}: case 'slow-regex': check #1 (regex): regex '(a+)+$' nests quantifiers")
-               for line in err)
+    assert any(
+        line.startswith(f"kit lint: {f}: case 'slow-regex': check #1 (regex): regex '(a+)+$' nests quantifiers")
+        for line in err
+    )
     assert any("case 'bad-sql': check #1 (end_state): parameter 'query': SQL does not parse" in line for line in err)
     assert len(err) == 3
 

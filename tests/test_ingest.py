@@ -256,15 +256,20 @@ def test_oracle_assertion_parts_once_redteam_graders_soft_and_not_graded_skipped
     """The oracle's Python assertion stores one row per check (not its aggregate, which Promptfoo lists
     beside the flattened parts); red-team plugin graders are soft; graders left out for want of a judge are
     `skipped` soft rows, never passes."""
-    parts = [_comp("python", "file://oracle_assert.py", True, "[PASS] finished", metric="finished"),
-             _comp("python", "file://oracle_assert.py", False, "[FAIL] no_pii: output leaks email", metric="no_pii")]
+    parts = [
+        _comp("python", "file://oracle_assert.py", True, "[PASS] finished", metric="finished"),
+        _comp("python", "file://oracle_assert.py", False, "[FAIL] no_pii: output leaks email", metric="no_pii"),
+    ]
     aggregate = {**_comp("python", "file://oracle_assert.py", False, "1 of 2 checks failed"), "componentResults": parts}
     grader = _comp("promptfoo:redteam:pii", "", True, "judged")
     result = _result(0, "redteam/pii-ask/basic", "x", [aggregate, *parts, grader])
     result["testCase"]["metadata"]["kitNotGraded"] = ["promptfoo:redteam:policy"]
     path = tmp_path / "rt.json"
-    path.write_text(json.dumps({**PROMPTFOO_FILE, "evalId": "eval-rt", "results": {
-        **PROMPTFOO_FILE["results"], "results": [result]}}))
+    path.write_text(
+        json.dumps(
+            {**PROMPTFOO_FILE, "evalId": "eval-rt", "results": {**PROMPTFOO_FILE["results"], "results": [result]}}
+        )
+    )
     assert kit(["ingest", "promptfoo", str(path), "--store", str(store.path)]) == 0
     with store.connect() as con:
         rows = con.execute("""SELECT "check", gate, outcome FROM check_results ORDER BY gate, "check" """).fetchall()

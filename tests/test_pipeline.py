@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_pipeline(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "KIT_STORE": str(tmp_path / "evals.duckdb"), "HOME": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "kit.pipeline", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kit.pipeline", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,10 @@ def test_junit_names_the_failing_check(faulty):
 def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monkeypatch):
     def stages(variant, shards):
         kit = [sys.executable, "-m", "kit.cli"]
-        return [pipeline.Stage("kit", [*kit, "run", "-q", "-k", "kb-*"], "runner"),
-                pipeline.Stage("deepeval", ["/nonexistent/deepeval"], "a tool that is not installed")]
+        return [
+            pipeline.Stage("kit", [*kit, "run", "-q", "-k", "kb-*"], "runner"),
+            pipeline.Stage("deepeval", ["/nonexistent/deepeval"], "a tool that is not installed"),
+        ]
 
     monkeypatch.setattr(pipeline, "stages", stages)
     monkeypatch.setenv("KIT_STORE", str(tmp_path / "evals.duckdb"))

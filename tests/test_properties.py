@@ -14,8 +14,13 @@ from kit.aggregate import pass_at_k, pass_hat_k, summarize
 from kit.canonical import canonical, deep_equal, normalise
 from kit.result import CaseRun, Result
 
-scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8) | st.floats(
-    allow_nan=False, allow_infinity=False, width=32)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32)
+)
 json_values = st.recursive(
     scalars,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
@@ -109,8 +114,11 @@ def test_summary_counts_and_suite_pass_hat_k(runs):
 
 
 def test_errors_are_kept_apart_from_failures():
-    runs = [CaseRun("a", 0, (Result("x", True),)), CaseRun("a", 1, (), error="agent timed out after 30 s"),
-            CaseRun("a", 2, (Result("x", False, "nope"),))]
+    runs = [
+        CaseRun("a", 0, (Result("x", True),)),
+        CaseRun("a", 1, (), error="agent timed out after 30 s"),
+        CaseRun("a", 2, (Result("x", False, "nope"),)),
+    ]
     s = summarize(runs)["cases"]["a"]
     assert s["runs"] == 3 and s["passed"] == 1 and s["errors"] == 1
     assert s["failing"] == {"(run error)": "agent timed out after 30 s", "x": "nope"}

@@ -62,11 +62,14 @@ class _Sandbox:
     def _connect(self) -> Any:
         import duckdb
 
-        con = duckdb.connect(":memory:", config={
-            "enable_external_access": False,
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-        })
+        con = duckdb.connect(
+            ":memory:",
+            config={
+                "enable_external_access": False,
+                "autoinstall_known_extensions": False,
+                "autoload_known_extensions": False,
+            },
+        )
         con.execute("SET lock_configuration = true")
         return con
 

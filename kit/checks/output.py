@@ -24,9 +24,7 @@ def exact(trace: Trace, case: Case, *, expected: str | int | float, normalise: b
 
 
 @check("number")
-def number(
-    trace: Trace, case: Case, *, expected: float, tol: float = 1e-9, rel: float | None = None
-) -> Result:
+def number(trace: Trace, case: Case, *, expected: float, tol: float = 1e-9, rel: float | None = None) -> Result:
     found = numbers_in(trace.output)
     if len(found) != 1:
         shown = ", ".join(f"{n:g}" for n in found[:5])

@@ -37,8 +37,13 @@ def budget(
     cost_usd: float | None = None,
     latency_ms: float | None = None,
 ) -> Result:
-    limits = {"steps": steps, "tool_calls": tool_calls, "tokens": tokens, "cost_usd": cost_usd,
-              "latency_ms": latency_ms}
+    limits = {
+        "steps": steps,
+        "tool_calls": tool_calls,
+        "tokens": tokens,
+        "cost_usd": cost_usd,
+        "latency_ms": latency_ms,
+    }
     totals = trace.totals
     over, within = [], []
     for key, limit in limits.items():

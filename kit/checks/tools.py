@@ -149,9 +149,7 @@ def args(
     if ok:
         return Result(name, True)
     bad = next(c for c, good in zip(chosen, oks, strict=True) if not good)
-    return Result(
-        name, False, f"{tool} arguments {_shown(bad.input)}, want {mode} match of {_shown(expected)}"
-    )
+    return Result(name, False, f"{tool} arguments {_shown(bad.input)}, want {mode} match of {_shown(expected)}")
 
 
 @check("order", label="order:{before}<{after}")

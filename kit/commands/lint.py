@@ -60,13 +60,19 @@ def lint_specs(
         if tools is not None:
             unknown = [t for t in _tools_named(spec.type, spec.params) if t not in tools]
             if unknown:
-                problems.append(KitInputError(f"tool {unknown[0]!r} is not in tools.json", file=file, case=case,
-                                              check=where))
+                problems.append(
+                    KitInputError(f"tool {unknown[0]!r} is not in tools.json", file=file, case=case, check=where)
+                )
         for v in spec.params.values():
             if isinstance(v, SafeRegex) and _NESTED_QUANTIFIER.search(v.source):
-                problems.append(KitInputError(
-                    f"regex {v.source!r} nests quantifiers and can backtrack catastrophically",
-                    file=file, case=case, check=where))
+                problems.append(
+                    KitInputError(
+                        f"regex {v.source!r} nests quantifiers and can backtrack catastrophically",
+                        file=file,
+                        case=case,
+                        check=where,
+                    )
+                )
     return problems
 
 
@@ -93,7 +99,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"kit lint: {p}", file=sys.stderr)
     n_checks = sum(len(c.checks) for c in suite.cases)
     status = "OK" if not problems else f"{len(problems)} problems"
-    print(f"kit lint: {len(suite.cases)} cases, {n_checks} checks"
-          f"{'' if inv is None else f', invariants from {inv}'}"
-          f"{'' if tools is None else f', {len(tools)} tools'}: {status}")
+    print(
+        f"kit lint: {len(suite.cases)} cases, {n_checks} checks"
+        f"{'' if inv is None else f', invariants from {inv}'}"
+        f"{'' if tools is None else f', {len(tools)} tools'}: {status}"
+    )
     return 2 if problems else 0

@@ -197,8 +197,14 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
                 done.results += 1
             # Graders the red team left out for want of a judge: soft gates recorded as skipped, never passes.
             for grader in (r.testCase.get("metadata") or {}).get("kitNotGraded") or []:
-                store.record_soft(run_id, case_id, attempt, str(grader), outcome="skipped",
-                                  reason="not graded: no judge model configured (KIT_JUDGE_MODEL)")
+                store.record_soft(
+                    run_id,
+                    case_id,
+                    attempt,
+                    str(grader),
+                    outcome="skipped",
+                    reason="not graded: no judge model configured (KIT_JUDGE_MODEL)",
+                )
                 done.results += 1
             error = (r.error or "provider error") if r.failureReason == ERROR_REASON else None
             if not r.success and not error and all(h.passed for h in hard):
