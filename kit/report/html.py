@@ -76,14 +76,21 @@ def _line_chart(recent: list[dict[str, Any]]) -> str:
         + " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
         + '"/>'
     )
+    # Labels must fit between points (~6.5 px a character); the model is shown only where it changes,
+    # since a model change is what a reader looks for along the line.
+    fit = max(int(step / 6.5), 5) if len(points) > 1 else 18
+    previous_model = None
     for (x, y), r in zip(xy, points, strict=True):
         color = GREEN if r["pass_rate"] == 1 else (RED if r["status"] != "complete" else "#1565c0")
-        label = str(r["started_at"])[5:16]
+        label = str(r["started_at"])[5:16][-fit:]
+        model = str(r["model"] or "")
+        shown_model = model[:fit] if model != previous_model else ""
+        previous_model = model
         parts.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}"><title>{escape(r["run_id"])} '
             f"({escape(str(r['model'] or '-'))}, {r['status']}): {r['pass_rate']:.1%}</title></circle>"
             f'<text x="{x:.1f}" y="{h - bottom + 18}" text-anchor="middle">{escape(label)}</text>'
-            f'<text x="{x:.1f}" y="{h - bottom + 34}" text-anchor="middle">{escape(str(r["model"] or "")[:18])}</text>'
+            f'<text x="{x:.1f}" y="{h - bottom + 34}" text-anchor="middle">{escape(shown_model)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
