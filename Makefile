@@ -30,11 +30,14 @@ lint: $(STAMP)
 
 # The whole gate: kit runner, DeepEval, Promptfoo eval and red team into one store; one summary, HTML report,
 # JUnit XML and the gate's verdict. VARIANT=<fault> runs a fault variant of the reference agent (it must fail).
+# AGENT=module:callable puts your own agent in every stage.
 VARIANT ?=
+AGENT ?=
 SHARDS ?=
 BASELINE_STORE ?=
 evals: $(STAMP) $(NPM_STAMP)
-	$(PY) -m kit.pipeline $(if $(VARIANT),--variant $(VARIANT)) $(if $(SHARDS),--shards $(SHARDS)) \
+	$(PY) -m kit.pipeline $(if $(VARIANT),--variant $(VARIANT)) $(if $(AGENT),--agent $(AGENT)) \
+	  $(if $(SHARDS),--shards $(SHARDS)) \
 	  $(if $(BASELINE_STORE),--baseline-store $(BASELINE_STORE))
 
 clean:

@@ -1,20 +1,19 @@
 """Which agent the eval runs: the kit's reference agent, unless KIT_AGENT names yours.
 
-KIT_AGENT=mypkg.agent:run     a callable with run_agent's signature, returning a contract trace dict
+KIT_AGENT=mypkg.agent:run     your agent, exactly as `kit run --agent` takes it: a callable of `(input)` or
+                              `(input, case)` returning a trace dict, a Trace, or an OpenAI message list
 KIT_AGENT_POLICY=model        the reference agent's policy (default `deterministic`: no model, no key)
 KIT_VARIANT=skip_lookup       a fault variant of the reference agent, for every case
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable
 from typing import Any
 
 from kit.case import Case
-
-Agent = Callable[..., dict[str, Any]]
+from kit.runner_agents import Agent, reference_agent, to_trace
+from kit.runner_agents import load_agent as load_user_agent
 
 
 def variant() -> str | None:
@@ -22,32 +21,19 @@ def variant() -> str | None:
 
 
 def agent_name() -> str:
-    return os.environ.get("KIT_AGENT") or "kit.agent:run_agent"
+    return load_agent().name
 
 
 def load_agent() -> Agent:
-    target = agent_name()
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"KIT_AGENT must be 'module:callable', got {target!r}")
-    agent = getattr(importlib.import_module(module_name), attr, None)
-    if not callable(agent):
-        raise ValueError(f"KIT_AGENT {target!r} is not a callable")
-    return agent
+    """The same agents, by the same rules, as the kit's runner: one plug-in interface for every front end."""
+    spec = (os.environ.get("KIT_AGENT") or "").strip()
+    if spec:
+        return load_user_agent(spec)
+    policy = (os.environ.get("KIT_AGENT_POLICY") or "").strip() or "deterministic"
+    return reference_agent(variant=variant(), policy=policy)
 
 
 def run_case(agent: Agent, case: Case, attempt: int) -> dict[str, Any]:
-    """One fresh run of the agent on the case (the reference agent builds a new sandbox every call)."""
-    kwargs: dict[str, Any] = {"case_id": case.id, "attempt": attempt, "context": dict(case.context)}
-    chosen = variant() or case.variant
-    if chosen:
-        kwargs["variant"] = chosen
-    policy = (os.environ.get("KIT_AGENT_POLICY") or "").strip()
-    if policy:
-        kwargs["policy"] = policy
-    trace = agent(case.input, **kwargs)
-    if not isinstance(trace, dict):
-        raise TypeError(f"agent {agent_name()} returned {type(trace).__name__}, not a trace dict")
-    trace.setdefault("case_id", case.id)
-    trace.setdefault("attempt", attempt)
-    return trace
+    """One fresh run of the agent on the case, as a contract trace dict (MalformedTrace if it is not one)."""
+    _, data = to_trace(agent.call(case, attempt), case, attempt, None)
+    return data

@@ -37,10 +37,12 @@ class StageResult:
     log: Path
 
 
-def stages(variant: str | None, shards: Path | None) -> list[Stage]:
+def stages(variant: str | None, shards: Path | None, agent: str | None = None) -> list[Stage]:
     kit = [sys.executable, "-m", "kit.cli"]
     make = ["make", "--no-print-directory", "-s"]
     variant_args = ["--variant", variant] if variant else []
+    if agent:
+        variant_args += ["--agent", agent]
     if shards is not None and any(shards.glob("*")):
         runner = Stage(
             "kit",
@@ -267,6 +269,11 @@ def summary_text(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kit evals", description=__doc__)
     parser.add_argument("--variant", default=os.environ.get("VARIANT") or None, help="a fault variant")
+    parser.add_argument(
+        "--agent",
+        default=os.environ.get("KIT_AGENT") or None,
+        help="your agent, module:callable, for every stage (default: the reference agent)",
+    )
     parser.add_argument("--only", nargs="*", help="run only these stages")
     parser.add_argument("--shards", type=Path, help="merge these CI shard results instead of running the kit stage")
     parser.add_argument("--baseline-store", type=Path, help="a store from the base branch, to compare against")
@@ -281,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     env.update({"DEEPEVAL_TELEMETRY_OPT_OUT": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     if args.variant:
         env["KIT_VARIANT"] = args.variant
+    if args.agent:
+        env["KIT_AGENT"] = args.agent  # DeepEval and Promptfoo take the same plug-in as `kit run --agent`
     from kit.store import open_store
 
     store = open_store()

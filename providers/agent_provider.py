@@ -41,6 +41,21 @@ def verdict(trace: dict[str, Any], case: Any) -> dict[str, Any]:
     return out
 
 
+def _user_agent_trace(
+    spec: str, case: Any, case_id: str, user_input: Any, context: dict[str, Any], attempt: int
+) -> dict[str, Any]:
+    """KIT_AGENT: the user's agent, plugged in exactly as `kit run --agent` and the DeepEval stage take it."""
+    import dataclasses
+
+    from kit.case import Case
+    from kit.runner_agents import load_agent, to_trace
+
+    base = case if case is not None else Case(id=case_id, input=user_input)
+    run_case = dataclasses.replace(base, input=user_input, context=context)
+    _, trace = to_trace(load_agent(spec).call(run_case, attempt), run_case, attempt, None)
+    return trace
+
+
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
     from kit.agent import run_agent
 
@@ -58,15 +73,19 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     if variant is None and case is not None:
         variant = case.variant
     run_context = {**(case.context if case else {}), **req.context}
+    attempt = int(vars_.get("__repeatIndex") or 0)
     try:
-        trace = run_agent(
-            agent_input(prompt),
-            case_id=case_id,
-            attempt=int(vars_.get("__repeatIndex") or 0),
-            context=run_context,
-            variant=variant,
-            policy=req.policy,
-        )
+        if os.environ.get("KIT_AGENT"):
+            trace = _user_agent_trace(os.environ["KIT_AGENT"], case, case_id, agent_input(prompt), run_context, attempt)
+        else:
+            trace = run_agent(
+                agent_input(prompt),
+                case_id=case_id,
+                attempt=attempt,
+                context=run_context,
+                variant=variant,
+                policy=req.policy,
+            )
     except Exception as e:  # the agent crashing is an infrastructure error, shown as such
         return {"error": f"case '{case_id}': agent raised {type(e).__name__}: {e}"}
     kit: dict[str, Any] = {"case_id": case_id, "case_file": req.case_file, "variant": variant}

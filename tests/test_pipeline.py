@@ -45,7 +45,7 @@ def test_junit_names_the_failing_check(faulty):
 
 
 def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monkeypatch):
-    def stages(variant, shards):
+    def stages(variant, shards, agent=None):
         kit = [sys.executable, "-m", "kit.cli"]
         return [
             pipeline.Stage("kit", [*kit, "run", "-q", "-k", "kb-*"], "runner"),

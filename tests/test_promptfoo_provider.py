@@ -139,3 +139,15 @@ def test_generator_skips_a_broken_case_and_keeps_the_rest(tmp_path: Path) -> Non
     assert [t["description"] for t in config["tests"]] == ["good", "multi"]
     assert config["tests"][1]["vars"]["input"] == '[{"role": "user", "content": "hi"}]'
     assert len(errors) == 1 and "bad" in errors[0] and "no_such_check" in errors[0]
+
+
+def test_kit_agent_plugs_the_users_agent_into_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same plug-in as `kit run --agent`: here examples/my_agent.py, which returns an OpenAI message list.
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.setenv("KIT_AGENT", "examples.my_agent:run")
+    r = agent_provider.call_api("Where is my order ORD-777001?", {"config": {}}, {"vars": {}})
+    trace = r["metadata"]["trace"]
+    assert r["output"] == "ORD-777001 has shipped with UPS."
+    assert [s["name"] for s in trace["spans"] if s["kind"] == "tool"] == ["lookup_order"]
+    tool = next(s for s in trace["spans"] if s["kind"] == "tool")
+    assert tool["input"] == {"order_id": "ORD-777001"}  # JSON-string arguments parsed
