@@ -33,3 +33,12 @@ def test_an_agent_returning_junk_is_a_malformed_trace(monkeypatch: pytest.Monkey
     monkeypatch.setenv("KIT_AGENT", "junk_agent:run")
     with pytest.raises(MalformedTrace, match="returned int"):
         run_case(load_agent(), Case(id="c", input="hi"), 0)
+
+
+def test_a_hanging_agent_is_a_timeout_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "slow_agent.py").write_text("import time\n\ndef run(text):\n    time.sleep(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("KIT_AGENT", "slow_agent:run")
+    monkeypatch.setenv("KIT_AGENT_TIMEOUT", "0.2")
+    with pytest.raises(TimeoutError, match=r"agent slow_agent:run gave no result within 0.2 s"):
+        run_case(load_agent(), Case(id="c", input="hi"), 0)
