@@ -141,13 +141,18 @@ def load_invariants(path: str | Path) -> dict[str, list[CheckSpec]]:
     return out
 
 
-def find_invariants_file(start: Path) -> Path | None:
+def find_upwards(start: Path, *names: str) -> Path | None:
+    """The first of `names` in `start`'s folder or the nearest ancestor holding one."""
     folder = start if start.is_dir() else start.parent
     for d in (folder, *folder.resolve().parents):
-        for name in ("invariants.yaml", "invariants.yml"):
+        for name in names:
             if (d / name).is_file():
                 return d / name
     return None
+
+
+def find_invariants_file(start: Path) -> Path | None:
+    return find_upwards(start, "invariants.yaml", "invariants.yml")
 
 
 def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants: dict[str, list[CheckSpec]]) -> Case:

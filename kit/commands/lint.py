@@ -10,7 +10,7 @@ from typing import Any
 
 import regex
 
-from kit.case import CheckSpec, find_invariants_file, load_invariants, load_suite
+from kit.case import CheckSpec, find_invariants_file, find_upwards, load_invariants, load_suite
 from kit.checks.params import SafeRegex
 from kit.errors import KitInputError
 
@@ -22,16 +22,6 @@ _NESTED_QUANTIFIER = regex.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)(?:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a case file or a folder of them")
     parser.add_argument("--tools", metavar="FILE", help="tool schemas (default: the nearest tools.json)")
-
-
-def _tools_file(root: Path, given: str | None) -> Path | None:
-    if given:
-        return Path(given)
-    folder = root if root.is_dir() else root.parent
-    for d in (folder, *folder.resolve().parents):
-        if (d / "tools.json").is_file():
-            return d / "tools.json"
-    return None
 
 
 def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
@@ -80,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     root = Path(args.path)
     suite = load_suite(root)
     problems = list(suite.errors)
-    tools_path = _tools_file(root, args.tools)
+    tools_path = Path(args.tools) if args.tools else find_upwards(root, "tools.json")
     tools: set[str] | None = None
     if tools_path is not None:
         try:
