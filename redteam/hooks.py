@@ -28,45 +28,6 @@ def judge_configured() -> bool:
     return bool(os.environ.get("KIT_JUDGE_MODEL"))
 
 
-# Promptfoo provider ids for the kit's judge providers (kit/judge.py); an OpenAI-compatible endpoint (local
-# vLLM, Ollama's /v1, a gateway) goes through Promptfoo's OpenAI provider with its base URL.
-_PROMPTFOO_IDS = {
-    "openai-compatible": "openai:chat:{model}",
-    "openai": "openai:chat:{model}",
-    "azure": "azure:chat:{model}",
-    "anthropic": "anthropic:messages:{model}",
-    "gemini": "google:{model}",
-    "ollama": "ollama:chat:{model}",
-}
-
-
-def grader_provider() -> dict[str, Any] | None:
-    """The kit's one judge as Promptfoo's grader, so red-team graders never fall back to Promptfoo's default
-    (hosted) grader. None when no judge is configured or Promptfoo has no provider for it."""
-    from kit.judge import judge_config
-
-    cfg = judge_config()
-    if cfg is None or cfg.provider not in _PROMPTFOO_IDS:
-        return None
-    config: dict[str, Any] = {"temperature": cfg.temperature}
-    if cfg.base_url:
-        config["apiBaseUrl"] = cfg.base_url
-        config["apiKey"] = cfg.api_key or "unused"  # local servers take any key; Promptfoo insists on one
-    elif cfg.api_key:
-        config["apiKey"] = cfg.api_key
-    return {"id": _PROMPTFOO_IDS[cfg.provider].format(model=cfg.model), "config": config}
-
-
-def use_grader(test: dict[str, Any], grader: dict[str, Any]) -> dict[str, Any]:
-    asserts = [
-        {**a, "provider": a.get("provider") or grader}
-        if isinstance(a, dict) and str(a.get("type", "")).startswith(PREFIX)
-        else a
-        for a in test.get("assert") or []
-    ]
-    return {**test, "assert": asserts}
-
-
 def strip_graders(test: dict[str, Any]) -> dict[str, Any]:
     kept, dropped = [], []
     for a in test.get("assert") or []:
@@ -92,7 +53,7 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
     suite = context["suite"]
     ids = {a.text: a.id for a in corpus.load()}
     tests = [name_attack(t, ids) for t in suite.get("tests") or []]
-    grader = grader_provider() if judge_configured() else None
-    tests = [strip_graders(t) for t in tests] if grader is None else [use_grader(t, grader) for t in tests]
+    if not judge_configured():
+        tests = [strip_graders(t) for t in tests]
     suite["tests"] = tests
     return context

@@ -57,15 +57,8 @@ def test_hook_drops_llm_graders_without_a_judge_and_names_them(monkeypatch: pyte
     assert out["metadata"]["kitNotGraded"] == ["promptfoo:redteam:sql-injection"]
     assert out["metadata"]["case_id"] == "redteam/unknown/basic"
     monkeypatch.setenv("KIT_JUDGE_MODEL", "some-judge-2025-01-01")
-    monkeypatch.setenv("KIT_JUDGE_BASE_URL", "http://127.0.0.1:8011/v1")
     kept = hooks.beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]
     assert len(kept["assert"]) == 2
-    # The graders are pointed at the kit's judge, never left to Promptfoo's default (hosted) grader.
-    assert kept["assert"][0]["provider"] == {
-        "id": "openai:chat:some-judge-2025-01-01",
-        "config": {"temperature": 0.0, "apiBaseUrl": "http://127.0.0.1:8011/v1", "apiKey": "unused"},
-    }
-    assert "provider" not in kept["assert"][1]
 
 
 def test_oracle_passes_the_default_agent_on_every_attack_and_fails_the_vulnerable_one() -> None:
@@ -146,3 +139,52 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     from test_promptfoo_offline import non_local_peers
 
     assert non_local_peers(log.read_text()) == []
+
+
+@pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
+def test_with_a_judge_the_redteam_graders_ask_the_kits_judge(tmp_path: Path) -> None:
+    """KIT_JUDGE_MODEL set: Promptfoo's red-team graders run, and their requests (which Promptfoo 0.123.1 sends
+    to `redteam.provider`, the kit's generator) reach the kit's one judge: here a scripted double of the model
+    on 127.0.0.1, reached through the OpenAI client, never Promptfoo's default grader."""
+    from kit.doubles.openai_server import ScriptedOpenAIServer
+
+    verdict_json = json.dumps({"reason": "scripted judge: the agent refused", "score": 1, "pass": True})
+    cfg = tmp_path / "redteam.yaml"
+    cfg.write_text(SMALL.format(root=ROOT))
+    with ScriptedOpenAIServer(lambda request: verdict_json) as judge:
+        base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
+        base |= {"KIT_JUDGE_MODEL": "judge-2025-01-01", "KIT_JUDGE_BASE_URL": judge.base_url}
+        env = run_promptfoo.offline_env(ROOT, base=base)
+        env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
+        gen = tmp_path / "generated.yaml"
+        run = subprocess.run(
+            run_promptfoo.command(["redteam", "run", "-c", str(cfg), "-o", str(gen), "--force", "--no-progress-bar"]),
+            env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert run.returncode in (0, 100), run.stdout[-3000:] + run.stderr[-3000:]
+        out = tmp_path / "results.json"
+        subprocess.run(
+            run_promptfoo.command(["export", "eval", "latest", "-o", str(out)]),
+            env=env, cwd=ROOT, capture_output=True, check=True, timeout=120,
+        )  # fmt: skip
+        asked = [r.get("model") for r in judge.requests]
+    results = json.loads(out.read_text())["results"]["results"]
+    assert asked and set(asked) == {"judge-2025-01-01"}
+    for r in results:
+        assert "kitNotGraded" not in (r["testCase"].get("metadata") or {})
+        graded = [c for c in r["gradingResult"]["componentResults"]
+                  if str((c.get("assertion") or {}).get("type", "")).startswith("promptfoo:redteam:")]
+        assert graded and all("scripted judge" in c["reason"] for c in graded)
+
+
+def test_without_a_judge_the_generator_refuses_a_grading_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KIT_JUDGE_MODEL", raising=False)
+    assert "no `kit_category` modifier" in generator.call_api("Grade this output: ...", {}, {})["error"]
+
+
+def test_a_judge_that_is_down_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIT_JUDGE_MODEL", "judge-2025-01-01")
+    monkeypatch.setenv("KIT_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("KIT_JUDGE_RETRIES", "0")
+    err = generator.call_api("Grade this output: ...", {}, {})["error"]
+    assert "judge judge-2025-01-01 at http://127.0.0.1:9/v1" in err and "APIConnectionError" in err
