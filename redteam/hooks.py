@@ -7,7 +7,9 @@ in redteam/attacks.yaml by its original text), so the store keeps one case per a
 Every red-team plugin attaches its own LLM-graded assertion (`promptfoo:redteam:<plugin>`). With no judge
 model configured (KIT_JUDGE_MODEL unset) those assertions cannot be graded offline: this hook removes them
 from each test and lists them in the test's `metadata.kitNotGraded`, which the oracle assertion reports as
-"not graded" - never as a pass. Pass and fail then rest on the oracle's invariants alone.
+"not graded" - never as a pass. Pass and fail then rest on the oracle's invariants alone. With a judge
+configured the graders stay: Promptfoo sends their requests to `redteam.provider` (redteam/generator.py),
+which forwards them to the kit's one judge.
 """
 
 from __future__ import annotations
