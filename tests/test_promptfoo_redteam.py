@@ -172,8 +172,11 @@ def test_with_a_judge_the_redteam_graders_ask_the_kits_judge(tmp_path: Path) -> 
     assert asked and set(asked) == {"judge-2025-01-01"}
     for r in results:
         assert "kitNotGraded" not in (r["testCase"].get("metadata") or {})
-        graded = [c for c in r["gradingResult"]["componentResults"]
-                  if str((c.get("assertion") or {}).get("type", "")).startswith("promptfoo:redteam:")]
+        graded = [
+            c
+            for c in r["gradingResult"]["componentResults"]
+            if str((c.get("assertion") or {}).get("type", "")).startswith("promptfoo:redteam:")
+        ]
         assert graded and all("scripted judge" in c["reason"] for c in graded)
 
 
