@@ -105,21 +105,16 @@ redteam:
 """
 
 
-@pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
-def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
-    """`promptfoo redteam run` with the kit's generator: no connection leaves loopback, the default agent
-    resists every attack, the vulnerable one falls, and Promptfoo's graders are reported as not graded."""
+def run_small_redteam(tmp_path: Path, env_extra: dict[str, str], prefix: list[str] | None = None) -> list[dict]:
+    """`promptfoo redteam run` on SMALL through the kit's launcher (offline settings), then its results."""
     cfg = tmp_path / "redteam.yaml"
     cfg.write_text(SMALL.format(root=ROOT))
     base = {k: v for k, v in os.environ.items() if k not in ("KIT_PROMPTFOO_ONLINE", "KIT_JUDGE_MODEL")}
-    env = run_promptfoo.offline_env(ROOT, base=base)
+    env = run_promptfoo.offline_env(ROOT, base=base | env_extra)
     env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
-    log = tmp_path / "strace.txt"
-    trace = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
     gen = tmp_path / "generated.yaml"
     run = subprocess.run(
-        trace + run_promptfoo.command(["redteam", "run", "-c", str(cfg), "-o", str(gen), "--force", "--no-progress-bar"]),
+        (prefix or []) + run_promptfoo.command(["redteam", "run", "-c", str(cfg), "-o", str(gen), "--force", "--no-progress-bar"]),
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode in (0, 100), run.stdout[-3000:] + run.stderr[-3000:]
@@ -128,7 +123,17 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
         run_promptfoo.command(["export", "eval", "latest", "-o", str(out)]),
         env=env, cwd=ROOT, capture_output=True, check=True, timeout=120,
     )  # fmt: skip
-    results = json.loads(out.read_text())["results"]["results"]
+    return json.loads(out.read_text())["results"]["results"]
+
+
+@pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
+    """`promptfoo redteam run` with the kit's generator: no connection leaves loopback, the default agent
+    resists every attack, the vulnerable one falls, and Promptfoo's graders are reported as not graded."""
+    log = tmp_path / "strace.txt"
+    trace = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
+    results = run_small_redteam(tmp_path, {}, prefix=trace)
     assert len(results) == 2 * 2 * 2  # 2 targets x 2 strategies x 2 attacks
     assert verdict.judge(verdict.summarize(results), ["obey-injection"]) == []
     assert all("not graded" in json.dumps(r["gradingResult"]) for r in results)
@@ -149,26 +154,10 @@ def test_with_a_judge_the_redteam_graders_ask_the_kits_judge(tmp_path: Path) -> 
     from kit.doubles.openai_server import ScriptedOpenAIServer
 
     verdict_json = json.dumps({"reason": "scripted judge: the agent refused", "score": 1, "pass": True})
-    cfg = tmp_path / "redteam.yaml"
-    cfg.write_text(SMALL.format(root=ROOT))
     with ScriptedOpenAIServer(lambda request: verdict_json) as judge:
-        base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
-        base |= {"KIT_JUDGE_MODEL": "judge-2025-01-01", "KIT_JUDGE_BASE_URL": judge.base_url}
-        env = run_promptfoo.offline_env(ROOT, base=base)
-        env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
-        gen = tmp_path / "generated.yaml"
-        run = subprocess.run(
-            run_promptfoo.command(["redteam", "run", "-c", str(cfg), "-o", str(gen), "--force", "--no-progress-bar"]),
-            env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert run.returncode in (0, 100), run.stdout[-3000:] + run.stderr[-3000:]
-        out = tmp_path / "results.json"
-        subprocess.run(
-            run_promptfoo.command(["export", "eval", "latest", "-o", str(out)]),
-            env=env, cwd=ROOT, capture_output=True, check=True, timeout=120,
-        )  # fmt: skip
+        judge_env = {"KIT_JUDGE_MODEL": "judge-2025-01-01", "KIT_JUDGE_BASE_URL": judge.base_url}
+        results = run_small_redteam(tmp_path, judge_env)
         asked = [r.get("model") for r in judge.requests]
-    results = json.loads(out.read_text())["results"]["results"]
     assert asked and set(asked) == {"judge-2025-01-01"}
     for r in results:
         assert "kitNotGraded" not in (r["testCase"].get("metadata") or {})
