@@ -205,38 +205,18 @@ def test_results_fall_back_to_json_when_the_store_is_unusable(project, capsys, m
     assert len(data["case_results"]) == 3 and data["runs"][0]["agent"] == "my_agent:agent"
 
 
+def run_shard(i: int, run_id: str, out: str, *extra: str) -> int:
+    """Shard i of 2 of the greet/boom/openai cases on my_agent, written to `out`."""
+    cases = ["-k", "greet", "-k", "boom", "-k", "openai"]
+    argv = ["run", "--cases", "cases.yaml", "--agent", "my_agent:agent", *cases, "--shard", f"{i}/2"]
+    return kit([*argv, "--run-id", run_id, "--out", out, "-q", *extra])
+
+
 @pytest.mark.parametrize("suffix", ["", ".json"])
 def test_shard_files_merge_into_the_store_once(project, suffix):
     from kit.store import open_store
 
-    codes = []
-    for i in (1, 2):
-        codes.append(
-            kit(
-                [
-                    "run",
-                    "--cases",
-                    "cases.yaml",
-                    "--agent",
-                    "my_agent:agent",
-                    "-k",
-                    "greet",
-                    "-k",
-                    "boom",
-                    "-k",
-                    "openai",
-                    "--shard",
-                    f"{i}/2",
-                    "--run-id",
-                    "ci-77",
-                    "--out",
-                    f"s{i}{suffix}",
-                    "-q",
-                    "--timeout",
-                    "5",
-                ]
-            )
-        )
+    codes = [run_shard(i, "ci-77", f"s{i}{suffix}", "--timeout", "5") for i in (1, 2)]
     assert codes == [0, 1]  # greet (3 runs) alone in shard 1; boom (2, errors) and openai (1) in shard 2
     store = open_store(project / "merged.duckdb")
     with store.connect() as con:
@@ -274,28 +254,7 @@ def test_reference_agent_runs_and_a_variant_is_caught(project, capsys):
 
 def test_merge_gates_on_the_whole_suite_from_its_shards(project, capsys):
     for i in (1, 2):
-        kit(
-            [
-                "run",
-                "--cases",
-                "cases.yaml",
-                "--agent",
-                "my_agent:agent",
-                "-k",
-                "greet",
-                "-k",
-                "boom",
-                "-k",
-                "openai",
-                "--shard",
-                f"{i}/2",
-                "--run-id",
-                "ci-78",
-                "--out",
-                f"p{i}",
-                "-q",
-            ]
-        )
+        run_shard(i, "ci-78", f"p{i}")
     capsys.readouterr()
     assert kit(["run", "--merge", "p1", "p2", "--store", "m.duckdb"]) == 1
     out = capsys.readouterr().out
