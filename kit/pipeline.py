@@ -353,11 +353,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def previous_run(con: Any, run: dict[str, Any]) -> str | None:
-    """The latest earlier complete run of the same source and agent: the baseline for flips."""
+    """The latest earlier complete run of the same source and agent, never a red-team control (which fails
+    on purpose): the baseline for flips. The model may differ: what flipped between models is the question."""
     row = con.execute(
         """
         SELECT run_id FROM runs WHERE source = ? AND coalesce(agent, '') = coalesce(?, '') AND started_at < ?
-          AND coalesce(status, 'complete') = 'complete'
+          AND coalesce(status, 'complete') = 'complete' AND NOT starts_with(coalesce(model, ''), 'control-')
         ORDER BY started_at DESC LIMIT 1""",
         [run["source"], run["agent"], run["started_at"]],
     ).fetchone()

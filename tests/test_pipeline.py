@@ -64,3 +64,22 @@ def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monke
 def test_a_control_target_is_not_gated():
     assert pipeline.is_control({"model": "control-obey-injection", "agent": "x"})
     assert not pipeline.is_control({"model": "agent-default", "agent": "red team"})
+
+
+def test_the_baseline_is_the_previous_run_of_the_same_agent_never_a_control(tmp_path):
+    from kit.store import open_store
+
+    store = open_store(tmp_path / "evals.duckdb")
+    for run_id, model, at in [
+        ("old", "m-2024-01-01", "2026-01-01T00:00:00"),
+        ("ctl", "control-obey-injection", "2026-01-02T00:00:00"),
+        ("other-agent", "m-2024-01-01", "2026-01-02T00:00:00"),
+        ("new", "m-2025-06-01", "2026-01-03T00:00:00"),
+    ]:
+        agent = "someone-else" if run_id == "other-agent" else "red team"
+        store.start_run("promptfoo", agent=agent, model=model, run_id=run_id, started_at=at, git_sha=None)
+        store.finish_run(run_id)
+    with store.connect() as con:
+        runs = {r["run_id"]: r for r in pipeline._rows(con, "SELECT * FROM runs", [])}
+        assert pipeline.previous_run(con, runs["new"]) == "old"  # another model: exactly what a flip compares
+        assert pipeline.previous_run(con, runs["old"]) is None
