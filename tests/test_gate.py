@@ -89,3 +89,14 @@ def test_repo_gates_yaml_is_valid():
 
     policy = load_policy(Path(__file__).resolve().parents[1] / "gates.yaml")
     assert policy.hard.fail_on_failure and 0 < policy.soft.default_floor <= 1
+
+
+def test_a_soft_gate_that_drops_since_the_baseline_fails_even_above_its_floor(store, tmp_path, capsys):
+    _record(store, {"a": True}, soft=["pass"] * 10)  # 1.00
+    _record(store, {"a": True}, soft=["pass"] * 8 + ["fail"] * 2)  # 0.80: above the 0.5 floor, a 0.20 drop
+    assert _gate(store, tmp_path, "--baseline", "previous") == 1
+    assert "soft gate geval:tone: pass rate dropped from 1.00 to 0.80 since the baseline (at most 0.10 allowed)" in (
+        capsys.readouterr().err
+    )
+    _record(store, {"a": True}, soft=["pass"] * 7 + ["fail"] * 3)  # 0.70: a 0.10 drop from 0.80 is allowed
+    assert _gate(store, tmp_path, "--baseline", "previous") == 0

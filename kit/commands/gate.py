@@ -1,6 +1,7 @@
 """`kit gate`: exit 1, naming what failed, when the gated run breaks a rule of gates.yaml: a hard check
 failed, a soft gate's pass rate is under its floor, the run did not finish, or (with --baseline) a case
-that passed in the baseline fails now. Exit 2 on bad input (no such run, invalid gates.yaml)."""
+that passed in the baseline fails now or a soft gate's pass rate dropped by more than gates.yaml allows.
+Exit 2 on bad input (no such run, invalid gates.yaml)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def main(args: argparse.Namespace) -> int:
         for ref in args.run or ["latest"]:
             data = gather(store, ref, source=args.source)
             baseline = None
+            baseline_soft: list[dict] = []
             if args.baseline:
                 with store.connect() as con:
                     base = q.resolve_run(con, args.baseline, args.source or data.run["source"])
@@ -42,7 +44,8 @@ def main(args: argparse.Namespace) -> int:
                         print(f"kit gate: baseline {args.baseline!r} is the gated run itself", file=sys.stderr)
                         return 2
                     baseline = q.compare(con, base, data.run["run_id"])
-            fails, notes = verdict(data, policy, baseline)
+                    baseline_soft = q.soft_gates(con, base)
+            fails, notes = verdict(data, policy, baseline, baseline_soft if args.baseline else None)
             label = f"run {data.run['run_id']} ({data.run['source']})"
             for n in notes:
                 print(f"note: {n}")

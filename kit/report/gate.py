@@ -30,6 +30,8 @@ class SoftPolicy(_Strict):
 
 class BaselinePolicy(_Strict):
     new_failures: Literal["fail", "warn"] = "fail"
+    # A soft gate whose pass rate fell by more than this since the baseline fails, even above its floor.
+    soft_max_drop: float | None = Field(0.1, ge=0, le=1)
 
 
 class RunsPolicy(_Strict):
@@ -57,8 +59,14 @@ def load_policy(path: Path) -> GatePolicy:
         raise KitInputError(f"{where}: {err['msg']}", file=str(path)) from None
 
 
-def verdict(data: ReportData, policy: GatePolicy, baseline: Comparison | None = None) -> tuple[list[str], list[str]]:
-    """(failures, notes): each failure names the run, the rule and what broke it."""
+def verdict(
+    data: ReportData,
+    policy: GatePolicy,
+    baseline: Comparison | None = None,
+    baseline_soft: list[dict] | None = None,
+) -> tuple[list[str], list[str]]:
+    """(failures, notes): each failure names the run, the rule and what broke it. `baseline_soft` is the
+    baseline run's soft gates (`queries.soft_gates`), for the soft-drop rule."""
     fails: list[str] = []
     notes: list[str] = []
     run_id = data.run["run_id"]
@@ -83,6 +91,15 @@ def verdict(data: ReportData, policy: GatePolicy, baseline: Comparison | None = 
                 f"soft gate {s['check']}: pass rate {rate:.2f} under its floor {floor:.2f} "
                 f"({s['passed']} pass, {s['failed']} fail, {s['errors']} error, {s['skipped']} skipped)"
             )
+    if baseline_soft is not None and policy.baseline.soft_max_drop is not None:
+        before = {b["check"]: b["pass_rate"] for b in baseline_soft if b["pass_rate"] is not None}
+        for s in data.soft:
+            was, now = before.get(s["check"]), s["pass_rate"]
+            if was is not None and now is not None and was - now > policy.baseline.soft_max_drop + 1e-9:
+                fails.append(
+                    f"soft gate {s['check']}: pass rate dropped from {was:.2f} to {now:.2f} since the baseline "
+                    f"(at most {policy.baseline.soft_max_drop:.2f} allowed)"
+                )
     if baseline is not None:
         for f in baseline.pass_to_fail:
             msg = f"new failure vs baseline {baseline.a}: case {f.case_id} {f.before:.2f} → {f.after:.2f}" + (
