@@ -41,7 +41,7 @@ evals: $(STAMP) $(NPM_STAMP)
 	  $(if $(BASELINE_STORE),--baseline-store $(BASELINE_STORE))
 
 clean:
-	rm -rf $(VENV) node_modules .kit
+	rm -rf $(VENV) node_modules .kit .promptfoo redteam/redteam.yaml
 
 # --- Promptfoo (issue 6): Node 22 and the Promptfoo CLI from the committed lock file. ---
 NPM_STAMP := node_modules/.installed
