@@ -366,32 +366,27 @@ def previous_run(con: Any, run: dict[str, Any]) -> str | None:
 
 
 def import_runs(store: Any, other: Path) -> int:
-    """Copy the runs of another store (say the base branch's) that this one lacks."""
+    """Copy the runs of another store (say the base branch's) that this one lacks, with their results."""
     with store.connect() as con:
         con.execute(f"ATTACH {_sql_str(str(other))} AS base (READ_ONLY)")
         try:
-            before = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+            con.execute("CREATE TEMP TABLE new_runs AS SELECT run_id FROM base.runs EXCEPT SELECT run_id FROM runs")
             for table in ("runs", "case_results", "check_results"):
-                cols = [
-                    r[0]
-                    for r in con.execute(
-                        "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'base' "
-                        "AND table_name = ? INTERSECT SELECT column_name FROM information_schema.columns "
-                        "WHERE table_catalog <> 'base' AND table_name = ?",
-                        [table, table],
-                    ).fetchall()
-                ]
-                names = ", ".join(f'"{c}"' for c in cols)
+                # Only the columns both stores have: the other one may be of an older schema version.
+                cols = con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'base' "
+                    "AND table_name = ? INTERSECT SELECT column_name FROM information_schema.columns "
+                    "WHERE table_catalog <> 'base' AND table_name = ?",
+                    [table, table],
+                ).fetchall()
+                names = ", ".join(f'"{c}"' for (c,) in cols)
                 con.execute(
                     f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
-                    "WHERE run_id NOT IN (SELECT run_id FROM runs)"
-                    if table == "runs"
-                    else f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
-                    "WHERE run_id IN (SELECT run_id FROM base.runs) AND run_id NOT IN "
-                    f"(SELECT DISTINCT run_id FROM {table})"
+                    "WHERE run_id IN (SELECT run_id FROM new_runs)"
                 )
-            return con.execute("SELECT count(*) FROM runs").fetchone()[0] - before
+            return con.execute("SELECT count(*) FROM new_runs").fetchone()[0]
         finally:
+            con.execute("DROP TABLE IF EXISTS new_runs")
             con.execute("DETACH base")
 
 

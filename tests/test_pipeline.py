@@ -83,3 +83,19 @@ def test_the_baseline_is_the_previous_run_of_the_same_agent_never_a_control(tmp_
         runs = {r["run_id"]: r for r in pipeline._rows(con, "SELECT * FROM runs", [])}
         assert pipeline.previous_run(con, runs["new"]) == "old"  # another model: exactly what a flip compares
         assert pipeline.previous_run(con, runs["old"]) is None
+
+
+def test_a_base_branch_store_is_copied_in_once_with_its_results(tmp_path):
+    from kit.result import CaseRun, Result
+    from kit.store import open_store
+
+    base = open_store(tmp_path / "base.duckdb")
+    run_id = base.start_run("kit", agent="a", model="m-2024-01-01", run_id="base-1", git_sha=None)
+    base.record(run_id, CaseRun("c1", 0, (Result("finished", True), Result("no_pii", False, "leak"))))
+    base.finish_run(run_id)
+    here = open_store(tmp_path / "evals.duckdb")
+    assert pipeline.import_runs(here, base.path) == 1
+    assert pipeline.import_runs(here, base.path) == 0  # nothing twice
+    with here.connect() as con:
+        assert con.execute("SELECT count(*) FROM case_results WHERE run_id = 'base-1'").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM check_results WHERE run_id = 'base-1'").fetchone() == (2,)
