@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kit.errors import KitInputError
+from kit.errors import KitInputError, first_error
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -162,9 +162,8 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
     try:
         m = _CaseModel.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = f"missing field {loc!r}" if err["type"] == "missing" else f"field {loc!r}: {err['msg']}"
+        loc, text, kind = first_error(e)
+        msg = f"missing field {loc!r}" if kind == "missing" else f"field {loc!r}: {text}"
         raise KitInputError(msg, file=file, case=str(case_id) if case_id else None) from None
     checks = [parse_check(c, file=file, case=m.id, index=i, base_dir=base_dir) for i, c in enumerate(m.checks)]
     for name in m.invariants:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class KitInputError(Exception):
     """Bad input (a trace, a case, a check's parameters). Rendered as one line, never a traceback."""
@@ -24,3 +26,10 @@ class KitInputError(Exception):
         if self.check:
             where.append(f"check {self.check}")
         return (": ".join(where) + ": " if where else "") + self.message
+
+
+def first_error(e: Any) -> tuple[str, str, str]:
+    """(dotted location, message, error type) of a pydantic ValidationError's first error, for one-line
+    messages that name the field."""
+    err = e.errors()[0]
+    return ".".join(str(p) for p in err["loc"]), err["msg"], err["type"]

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kit.errors import KitInputError
+from kit.errors import KitInputError, first_error
 
 NO_JUDGE_REASON = "no judge configured (set KIT_JUDGE_MODEL, and KIT_JUDGE_BASE_URL for a local endpoint)"
 OPENAI_COMPATIBLE = "openai-compatible"
@@ -108,9 +108,8 @@ def judge_config(env: Mapping[str, str] | None = None) -> JudgeConfig | None:
     try:
         return JudgeConfig.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "judge"
-        raise KitInputError(f"judge setting {field}: {first['msg']}", file="environment") from None
+        field, msg, _ = first_error(exc)
+        raise KitInputError(f"judge setting {field or 'judge'}: {msg}", file="environment") from None
 
 
 def rubric_hash(text: str | Mapping[str, Any]) -> str:

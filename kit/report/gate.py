@@ -8,7 +8,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kit.errors import KitInputError
+from kit.errors import KitInputError, first_error
 from kit.report.data import ReportData
 from kit.store.queries import Comparison
 
@@ -54,9 +54,8 @@ def load_policy(path: Path) -> GatePolicy:
     except yaml.YAMLError as e:
         raise KitInputError(f"not valid YAML: {e}", file=str(path)) from None
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise KitInputError(f"{where}: {err['msg']}", file=str(path)) from None
+        where, msg, _ = first_error(e)
+        raise KitInputError(f"{where}: {msg}", file=str(path)) from None
 
 
 def verdict(

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kit.errors import KitInputError
+from kit.errors import KitInputError, first_error
 from kit.result import CaseRun, Result
 from kit.store.ingest import Ingested, digest, existing_runs, read_json
 
@@ -106,9 +106,8 @@ def parse(path: Path) -> DeTestRun:
     try:
         return DeTestRun.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise KitInputError(f"not a DeepEval test-run file: {where}: {err['msg']}", file=str(path)) from None
+        where, msg, _ = first_error(e)
+        raise KitInputError(f"not a DeepEval test-run file: {where}: {msg}", file=str(path)) from None
 
 
 def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = False) -> Ingested:
