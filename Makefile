@@ -53,17 +53,17 @@ $(NPM_STAMP): package.json package-lock.json .npmrc
 	npm ci --loglevel=error
 	touch $@
 
-PROMPTFOO := $(PY) providers/run_promptfoo.py
+PROMPTFOO := $(PY) kit_promptfoo/run_promptfoo.py
 PF_OUT    := .promptfoo/out
 
 .PHONY: promptfoo-config promptfoo-eval
 promptfoo-config: $(STAMP)
-	$(PY) -m providers.genconfig
+	$(PY) -m kit_promptfoo.genconfig
 
 # The golden eval; results go into the store (source promptfoo) whether or not the eval passed.
 promptfoo-eval: $(STAMP) $(NPM_STAMP)
 	@mkdir -p $(PF_OUT)
-	$(PY) -m providers.genconfig --check
+	$(PY) -m kit_promptfoo.genconfig --check
 	$(PROMPTFOO) eval -c promptfooconfig.yaml --no-progress-bar --no-table -o $(PF_OUT)/golden.json; \
 	  status=$$?; $(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/golden.json || status=2; exit $$status
 
@@ -91,7 +91,7 @@ bench-store: $(STAMP)
 
 # The offline red team: attacks from redteam/attacks.yaml, static strategies, the oracle as hard gates.
 # Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable target: the verdict
-# (redteam/verdict.py) decides instead - the default agent resists all, the vulnerable one does not.
+# (kit_promptfoo/redteam/verdict.py) decides instead - the default agent resists all, the vulnerable one does not.
 .PHONY: promptfoo-redteam
 promptfoo-redteam: $(STAMP) $(NPM_STAMP)
 	@mkdir -p $(PF_OUT)
@@ -99,4 +99,4 @@ promptfoo-redteam: $(STAMP) $(NPM_STAMP)
 	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 100 ] || exit $$status
 	$(PROMPTFOO) export eval latest -o $(PF_OUT)/redteam.json
 	$(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/redteam.json
-	$(PY) redteam/verdict.py $(PF_OUT)/redteam.json
+	$(PY) kit_promptfoo/redteam/verdict.py $(PF_OUT)/redteam.json

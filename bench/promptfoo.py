@@ -5,7 +5,7 @@
 Scenarios, each run with `-j 1` so per-test figures are serial costs:
   floor        the same tests with a trivial persistent Python provider and a trivial Python assertion:
                what Promptfoo costs by itself (worker IPC, one assertion process per test, its database)
-  kit          providers/agent_provider.py + providers/oracle_assert.py (verdict computed in the warm
+  kit          kit_promptfoo/agent_provider.py + kit_promptfoo/oracle_assert.py (verdict computed in the warm
                worker, sealed; the assertion process only checks the seal and formats)
   kit-fresh    the same with KIT_PROMPTFOO_RECHECK=1: the oracle runs again in every assertion process
 Workloads: the golden eval (promptfooconfig.yaml) and a 100-attack red team (generated offline from
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "redteam"))
 
-from providers import run_promptfoo  # noqa: E402
+from kit_promptfoo import run_promptfoo  # noqa: E402
 
 WORK = ROOT / ".promptfoo" / "bench"
 TRIVIAL_PROVIDER = "def call_api(prompt, options, context):\n    return {'output': prompt[:80]}\n"
@@ -112,14 +112,14 @@ def scenarios(name: str, tests: list[dict[str, Any]]) -> dict[str, dict[str, flo
     floor = write_config(
         f"{name}-floor", tests, {"id": f"file://{WORK}/trivial_provider.py"}, f"file://{WORK}/trivial_assert.py"
     )
-    kit_provider = {"id": f"file://{ROOT}/providers/agent_provider.py", "config": {"policy": "deterministic"}}
-    kit = write_config(f"{name}-kit", tests, kit_provider, f"file://{ROOT}/providers/oracle_assert.py")
+    kit_provider = {"id": f"file://{ROOT}/kit_promptfoo/agent_provider.py", "config": {"policy": "deterministic"}}
+    kit = write_config(f"{name}-kit", tests, kit_provider, f"file://{ROOT}/kit_promptfoo/oracle_assert.py")
     return {"floor": per_test(floor, env()), "kit": per_test(kit, env()), "kit-fresh": per_test(kit, env(fresh=True))}
 
 
 def in_process() -> dict[str, float]:
     """What the kit does inside one call, without Promptfoo around it."""
-    from providers import agent_provider
+    from kit_promptfoo import agent_provider
 
     tests = golden_tests()
     agent_provider.call_api(tests[0]["vars"]["input"], {}, {"vars": tests[0]["vars"]})  # warm imports
@@ -140,8 +140,8 @@ def in_process() -> dict[str, float]:
     bare = spawn("pass")
     return {
         "call_api_ms": statistics.median(times),
-        "assert_import_ms": spawn("import providers.oracle_assert, providers.digest") - bare,
-        "oracle_import_ms": spawn("import kit.evaluate, kit.trace, providers.kit_request") - bare,
+        "assert_import_ms": spawn("import kit_promptfoo.oracle_assert, kit_promptfoo.digest") - bare,
+        "oracle_import_ms": spawn("import kit.evaluate, kit.trace, kit_promptfoo.kit_request") - bare,
     }
 
 

@@ -29,8 +29,8 @@ def one(mode: str, cases_path: str, runs: int, tapes: str, store_path: str) -> d
     t0 = time.perf_counter()
     from kit.case import load_suite
     from kit.runner import RunOptions, plan, run_suite
-    from kit.runner_agents import reference_agent
-    from kit.runner_pool import default_workers
+    from kit.runner.agents import reference_agent
+    from kit.runner.pool import default_workers
     from kit.store import open_store
 
     suite = load_suite(cases_path)
@@ -82,7 +82,7 @@ def one(mode: str, cases_path: str, runs: int, tapes: str, store_path: str) -> d
 def record(cases: str, tapes: str) -> None:
     from kit.case import load_suite
     from kit.runner import RunOptions, plan, run_suite
-    from kit.runner_agents import reference_agent
+    from kit.runner.agents import reference_agent
 
     suite = load_suite(cases)
     run_suite(plan(suite.cases, 1), reference_agent(record=tapes), RunOptions(runs=1, workers=2))

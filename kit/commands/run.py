@@ -88,7 +88,7 @@ def _main(args: argparse.Namespace) -> int:
     from kit.aggregate import summarize
     from kit.case import load_suite
     from kit.runner import RunOptions, parse_shard, plan, run_suite, shard_cases
-    from kit.runner_output import Progress, report
+    from kit.runner.output import Progress, report
 
     if args.merge:
         return _merge(args)
@@ -159,8 +159,8 @@ def _main(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     """`--merge SHARD...`: the last job of a CI matrix loads every shard and gates on the whole suite."""
     from kit.aggregate import summarize
-    from kit.runner_output import report
-    from kit.runner_results import load_case_runs, merge_shards, shard_run_ids
+    from kit.runner.output import report
+    from kit.runner.shards import load_case_runs, merge_shards, shard_run_ids
     from kit.store import open_store
 
     for p in args.merge:
@@ -190,7 +190,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _agent(args: argparse.Namespace) -> Any:
-    from kit.runner_agents import load_agent, reference_agent
+    from kit.runner.agents import load_agent, reference_agent
 
     if args.agent:
         if args.variant or args.replay or args.record or args.policy != "deterministic":
@@ -234,7 +234,7 @@ def _new_run_id() -> str:
 
 
 def _now() -> str:
-    from kit.runner_results import now
+    from kit.runner.shards import now
 
     return now()
 
@@ -284,7 +284,7 @@ class _Sink:
 
     def close(self, outcomes: list[Any]) -> str:
         """Finish the run; returns where the results are."""
-        from kit.runner_results import rows, write_file
+        from kit.runner.shards import rows, write_file
 
         if self.store is not None:
             self._flush()

@@ -1,0 +1,178 @@
+"""Where the runner's results go: the kit's DuckDB store, or (when it cannot be used, or for a shard) a
+file with the store's three tables, which `merge_shards` loads into a store.
+
+A shard file is a folder holding `runs.parquet`, `case_results.parquet` and `check_results.parquet`
+(written by DuckDB), or one `.json` file `{"runs": [...], "case_results": [...], "check_results": [...]}`.
+Column names are the store's (DESIGN.md), so merging is `INSERT ... BY NAME SELECT * FROM read_parquet`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kit.errors import KitInputError
+from kit.runner.suite import Outcome
+
+TABLES = {
+    "runs": (
+        "run_id VARCHAR, source VARCHAR, started_at TIMESTAMP, git_sha VARCHAR, agent VARCHAR, model VARCHAR, "
+        "config_hash VARCHAR, kit_version VARCHAR, status VARCHAR, finished_at TIMESTAMP, meta JSON"
+    ),
+    "case_results": (
+        "run_id VARCHAR, case_id VARCHAR, attempt INTEGER, passed BOOLEAN, steps INTEGER, tokens BIGINT, "
+        "cost_usd DOUBLE, latency_ms DOUBLE, trace JSON, outcome VARCHAR, error VARCHAR"
+    ),
+    "check_results": (
+        'run_id VARCHAR, case_id VARCHAR, attempt INTEGER, "check" VARCHAR, gate VARCHAR, outcome VARCHAR, '
+        "score DOUBLE, reason VARCHAR"
+    ),
+}
+
+
+def _columns(table: str) -> list[str]:
+    return [c.strip().split(" ")[0].strip('"') for c in TABLES[table].split(", ")]
+
+
+def rows(run: dict[str, Any], outcomes: Iterable[Outcome]) -> dict[str, list[dict[str, Any]]]:
+    """The three tables' rows for one suite run."""
+    cases, checks = [], []
+    for o in outcomes:
+        cr, m = o.case_run, o.case_run.metrics
+        key = {"run_id": run["run_id"], "case_id": cr.case_id, "attempt": cr.attempt}
+        cases.append(
+            {
+                **key,
+                "passed": cr.passed,
+                "steps": m.get("steps"),
+                "tokens": m.get("tokens"),
+                "cost_usd": m.get("cost_usd"),
+                "latency_ms": m.get("latency_ms"),
+                "trace": json.dumps(o.trace, default=str) if o.trace is not None else None,
+                "outcome": cr.outcome,
+                "error": cr.error,
+            }
+        )
+        for r in cr.results:
+            checks.append(
+                {**key, "check": r.name, "gate": "hard", "outcome": r.outcome, "score": r.score, "reason": r.reason}
+            )
+        if cr.error is not None:  # kept as a row of its own, as the store does, so reports show it
+            infra = {"check": "infrastructure", "gate": "hard", "outcome": "error", "score": None}
+            checks.append({**key, **infra, "reason": cr.error})
+    run_row = {c: run.get(c) for c in _columns("runs")}
+    if isinstance(run_row.get("meta"), dict):
+        run_row["meta"] = json.dumps(run_row["meta"])
+    return {"runs": [run_row], "case_results": cases, "check_results": checks}
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+# --- files ----------------------------------------------------------------------------------------------
+
+
+def write_file(path: str | Path, tables: dict[str, list[dict[str, Any]]]) -> Path:
+    """A `.json` file, or else a folder of Parquet files (one per table)."""
+    p = Path(path)
+    if p.suffix == ".json":
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(tables, default=str), encoding="utf-8")
+        return p
+    import duckdb
+
+    p.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(":memory:")
+    try:
+        for table, schema in TABLES.items():
+            cols = _columns(table)
+            con.execute(f"CREATE TABLE {table} ({schema})")
+            data = [[r.get(c) for c in cols] for r in tables[table]]
+            if data:
+                marks = ", ".join("?" * len(cols))
+                con.executemany(f"INSERT INTO {table} VALUES ({marks})", data)
+            target = str(p / f"{table}.parquet").replace("'", "''")
+            con.execute(f"COPY {table} TO '{target}' (FORMAT parquet)")
+    finally:
+        con.close()
+    return p
+
+
+def merge_shards(con: Any, paths: Sequence[str | Path]) -> dict[str, int]:
+    """Load shard files into a store connection (tables already migrated). Merging a shard twice adds
+    nothing: runs are keyed by run_id, results by (run_id, case_id, attempt). Returns rows added."""
+    added = {t: 0 for t in TABLES}
+    for path in paths:
+        p = Path(path)
+        for table in TABLES:
+            source = _source(con, p, table)
+            before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            if table == "runs":
+                con.execute(
+                    f"INSERT INTO runs BY NAME SELECT * FROM {source} s WHERE s.run_id NOT IN (SELECT run_id FROM runs)"
+                )
+            else:
+                # A (run, case, attempt) already in the table came from an earlier merge of this shard.
+                con.execute(
+                    f"INSERT INTO {table} BY NAME SELECT s.* FROM {source} s WHERE NOT EXISTS "
+                    f"(SELECT 1 FROM {table} t WHERE t.run_id = s.run_id AND t.case_id = s.case_id "
+                    "AND t.attempt = s.attempt)"
+                )
+            added[table] += con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] - before
+    return added
+
+
+def _source(con: Any, p: Path, table: str) -> str:
+    if p.is_dir():
+        f = p / f"{table}.parquet"
+        if not f.exists():
+            raise KitInputError(f"not a shard folder: no {table}.parquet", file=str(p))
+        return "read_parquet('" + str(f).replace("'", "''") + "')"
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise KitInputError(f"cannot read shard file: {e}", file=str(p)) from None
+    if not isinstance(data, dict) or table not in data:
+        raise KitInputError(f"not a shard file: no {table!r} table", file=str(p))
+    cols = _columns(table)
+    con.execute("DROP TABLE IF EXISTS _shard_src")
+    con.execute(f"CREATE TEMP TABLE _shard_src ({TABLES[table]})")
+    data_rows = [[r.get(c) for c in cols] for r in data[table]]
+    if data_rows:
+        con.executemany(f"INSERT INTO _shard_src VALUES ({', '.join('?' * len(cols))})", data_rows)
+    return "_shard_src"
+
+
+def shard_run_ids(con: Any, paths: Sequence[str | Path]) -> list[str]:
+    """The run ids the shard files hold, in order of first appearance."""
+    ids: list[str] = []
+    for p in paths:
+        for (rid,) in con.execute(f"SELECT run_id FROM {_source(con, Path(p), 'runs')}").fetchall():
+            if rid not in ids:
+                ids.append(rid)
+    return ids
+
+
+def load_case_runs(con: Any, run_id: str) -> list[Any]:
+    """A stored suite run's results as CaseRuns (hard gate), in case and attempt order."""
+    from kit.result import CaseRun, Result
+
+    checks: dict[tuple[str, int], list[Result]] = {}
+    for case_id, attempt, check, outcome, score, reason in con.execute(
+        'SELECT case_id, attempt, "check", outcome, score, reason FROM check_results '
+        "WHERE run_id = ? AND gate = 'hard' AND \"check\" <> 'infrastructure' ORDER BY rowid",
+        [run_id],
+    ).fetchall():
+        result = Result(check, outcome == "pass", reason or "", error=outcome == "error", score=score)
+        checks.setdefault((case_id, attempt), []).append(result)
+    rows = con.execute(
+        "SELECT case_id, attempt, error FROM case_results WHERE run_id = ? ORDER BY case_id, attempt", [run_id]
+    ).fetchall()
+    return [
+        CaseRun(case_id, attempt, tuple(checks.get((case_id, attempt), ())), run_id=run_id, error=error)
+        for case_id, attempt, error in rows
+    ]

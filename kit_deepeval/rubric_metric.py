@@ -1,0 +1,124 @@
+"""Soft gates: G-Eval rubrics, judged by the kit's one configured judge.
+
+A RubricMetric is `flaky` in DeepEval's sense: its verdict is shown and stored but never fails the test
+case (DeepEval skips flaky metrics when it settles a case). The build fails on soft gates only when a
+rubric's pass rate falls below its floor, which the eval session checks at the end (tests/evals).
+
+- No judge configured: the metric marks itself `skipped` (DeepEval then leaves it out of the results, so
+  it cannot show as a pass) and the store gets `skipped` with the reason.
+- The judge is down, refuses, or answers something that is not a verdict: `error` naming the judge and its
+  endpoint; an error is never a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deepeval.metrics import BaseMetric, GEval
+from deepeval.test_case import LLMTestCase, SingleTurnParams
+
+from kit_deepeval.caselog import CaseLog, SoftVerdict
+from kit_deepeval.judge_model import JudgeError, KitJudgeModel
+from kit_deepeval.rubrics import Rubric, RubricSet
+from kit.case import Case
+from kit.judge import NO_JUDGE_REASON, JudgeConfig
+
+# Steps G-Eval drafts from a rubric's criteria, kept per (judge, endpoint, rubric version) for the session:
+# every case is then judged against the same steps, and each case costs one judge call instead of two.
+_DRAFTED_STEPS: dict[tuple[str, str, str], list[str]] = {}
+
+
+class RubricMetric(BaseMetric):
+    def __init__(
+        self,
+        rubric: Rubric,
+        judge: JudgeConfig | None,
+        log: CaseLog | None = None,
+        skip_reason: str = NO_JUDGE_REASON,
+        async_mode: bool = True,
+    ) -> None:
+        self.rubric = rubric
+        self.judge = judge
+        self.log = log
+        self.skip_reason = skip_reason
+        self.async_mode = async_mode
+        self.threshold = rubric.threshold
+        self.flaky = True  # soft gate: shown, stored, never fails the case on its own
+        self.include_reason = True
+        self.evaluation_model = judge.model if judge is not None else None
+        self.verdict: SoftVerdict | None = None
+
+    @property
+    def __name__(self) -> str:
+        return f"rubric:{self.rubric.name}"
+
+    def measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
+        self.error = None
+        if self.judge is None:
+            self.skipped = True
+            self.score, self.success, self.reason = None, None, self.skip_reason
+            self._keep(
+                SoftVerdict(
+                    self.__name__, "skipped", self.skip_reason, threshold=self.threshold, rubric_hash=self.rubric.hash
+                )
+            )
+            return None
+        model = KitJudgeModel(self.judge)
+        steps_key = (self.judge.model, self.judge.endpoint, self.rubric.hash)
+        geval = GEval(
+            name=self.rubric.name,
+            criteria=self.rubric.criteria,
+            evaluation_steps=self.rubric.evaluation_steps or _DRAFTED_STEPS.get(steps_key),
+            evaluation_params=[SingleTurnParams(p) for p in self.rubric.params],
+            threshold=self.rubric.threshold,
+            model=model,
+            async_mode=False,  # one blocking call at a time: simple, and the judge sees no burst
+            _include_g_eval_suffix=False,
+        )
+        try:
+            geval.measure(test_case, _show_indicator=False)
+        except Exception as exc:  # JudgeError, or DeepEval refusing the answer: an error, never a pass
+            message = str(exc) if isinstance(exc, JudgeError) else f"{self.judge.describe()}: {exc}"
+            self.error, self.score, self.success = message, None, False
+            self.reason = message
+            self._keep(self._verdict("error", message, None, model))
+            return None
+        if not self.rubric.evaluation_steps and geval.evaluation_steps:
+            _DRAFTED_STEPS[steps_key] = list(geval.evaluation_steps)
+        self.score, self.reason = geval.score, geval.reason
+        self.success = geval.score is not None and geval.score >= self.threshold
+        self._keep(self._verdict("pass" if self.success else "fail", geval.reason or "", geval.score, model))
+        return self.score
+
+    async def a_measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
+        return self.measure(test_case)
+
+    def is_successful(self) -> bool:
+        return self.error is None and bool(self.success)
+
+    def _verdict(self, outcome: str, reason: str, score: float | None, model: KitJudgeModel) -> SoftVerdict:
+        calls = model.log.exchanges
+        last = calls[-1] if calls else None
+        return SoftVerdict(
+            rubric=self.__name__,
+            outcome=outcome,
+            reason=reason,
+            score=score,
+            threshold=self.threshold,
+            judge_model=last.model if last is not None else self.judge.model if self.judge else None,
+            rubric_hash=self.rubric.hash,
+            raw_answer=last.raw_answer if last is not None else None,
+            prompt=last.prompt if last is not None else None,
+        )
+
+    def _keep(self, verdict: SoftVerdict) -> None:
+        self.verdict = verdict
+        if self.log is not None:
+            self.log.add_soft(verdict)
+
+
+def rubric_metrics(
+    rubrics: RubricSet, case: Case, judge: JudgeConfig | None, log: CaseLog | None = None
+) -> list[RubricMetric]:
+    """The rubrics that apply to this case, each a soft-gate metric."""
+    return [RubricMetric(rubric, judge, log) for rubric in rubrics.for_case(case)]

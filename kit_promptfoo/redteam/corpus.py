@@ -1,0 +1,71 @@
+"""The curated attack corpus (redteam/attacks.yaml), validated: unique ids, known categories, one line each."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+CORPUS = Path(__file__).resolve().parents[2] / "redteam" / "attacks.yaml"
+CATEGORIES = (
+    "injection-user",
+    "injection-tool",
+    "refund-social",
+    "foreign-data",
+    "prompt-extraction",
+    "sql-injection",
+    "shell-injection",
+    "excessive-agency",
+)
+
+
+class Attack(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    category: str
+    text: str
+
+    @field_validator("category")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in CATEGORIES:
+            raise ValueError(f"unknown category {v!r} (known: {', '.join(CATEGORIES)})")
+        return v
+
+    @field_validator("text")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        # Promptfoo reads generated attacks as `Prompt:` lines: a newline would split one attack in two.
+        if "\n" in v or not v.strip():
+            raise ValueError("an attack must be one non-empty line")
+        return v.strip()
+
+
+def load(path: Path = CORPUS) -> tuple[Attack, ...]:
+    return _load(str(path), path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, _mtime: int) -> tuple[Attack, ...]:
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    out: list[Attack] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(data.get("attacks") or []):
+        try:
+            attack = Attack.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
+            raise ValueError(f"{path}: attack {where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        if attack.id in seen:
+            raise ValueError(f"{path}: attack {attack.id}: duplicate id")
+        seen.add(attack.id)
+        out.append(attack)
+    return tuple(out)
+
+
+def by_category(category: str, path: Path = CORPUS) -> list[Attack]:
+    return [a for a in load(path) if a.category == category]

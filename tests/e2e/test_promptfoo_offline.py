@@ -1,0 +1,88 @@
+"""Promptfoo runs offline: the launcher's environment, and a traced eval that connects nowhere but loopback."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kit_promptfoo import run_promptfoo
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_promptfoo = pytest.mark.skipif(
+    not run_promptfoo.promptfoo_bin().exists(), reason="node_modules missing: run `make promptfoo-install`"
+)
+
+# strace prints the peer of every connect()/sendto(); these are the forms an IP peer takes.
+_PEER = re.compile(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"')
+_LOCAL = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+def non_local_peers(strace_log: str) -> list[str]:
+    bad = []
+    for line in strace_log.splitlines():
+        for m in _PEER.finditer(line):
+            addr = m.group(1) or m.group(2)
+            if addr not in _LOCAL:
+                bad.append(line.strip())
+    return bad
+
+
+def test_offline_env_sets_every_flag_and_keeps_state_in_the_project(tmp_path: Path) -> None:
+    env = run_promptfoo.offline_env(tmp_path, base={"PATH": "/usr/bin", "HTTPS_PROXY": "http://corp:3128"})
+    for flag in (
+        "PROMPTFOO_DISABLE_TELEMETRY",
+        "PROMPTFOO_DISABLE_UPDATE",
+        "PROMPTFOO_DISABLE_SHARING",
+        "PROMPTFOO_DISABLE_REDTEAM_REMOTE_GENERATION",
+        "PROMPTFOO_DISABLE_REMOTE_GENERATION",
+    ):
+        assert env[flag] == "1", flag
+    assert env["PROMPTFOO_CONFIG_DIR"] == str(tmp_path / ".promptfoo")
+    assert env["PATH"].split(":")[0] == str(tmp_path / "node_modules" / ".bin")
+    # A proxy the user had would carry the telemetry beacon out: offline mode replaces it.
+    assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:")
+    online = run_promptfoo.offline_env(tmp_path, base={"KIT_PROMPTFOO_ONLINE": "1", "HTTPS_PROXY": "http://p:1"})
+    assert online["HTTPS_PROXY"] == "http://p:1"
+
+
+def test_peer_parser_flags_dns_and_remote_hosts() -> None:
+    log = (
+        '1 connect(3, {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr("10.0.0.53")}, 16) = 0\n'
+        '1 connect(4, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")}, 16) = -1\n'
+        '1 connect(5, {sa_family=AF_UNIX, sun_path="/tmp/x.pipe"}, 110) = 0\n'
+        '1 connect(6, {sa_family=AF_INET6, sin6_port=htons(443), inet_pton(AF_INET6, "2606:4700::1", &x)}) = 0\n'
+    )
+    assert len(non_local_peers(log)) == 2
+
+
+@needs_promptfoo
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_path: Path) -> None:
+    (tmp_path / "prov.py").write_text(
+        "def call_api(prompt, options, context):\n    return {'output': prompt.upper()}\n"
+    )
+    (tmp_path / "check.py").write_text(
+        "def get_assert(output, context):\n    return {'pass': output == 'SAY HELLO', 'score': 1, 'reason': 'ok'}\n"
+    )
+    (tmp_path / "cfg.yaml").write_text(
+        "prompts: ['say {{x}}']\n"
+        "providers: ['file://prov.py']\n"
+        "tests:\n  - vars: {x: hello}\n    assert: [{type: python, value: file://check.py}]\n"
+    )
+    log = tmp_path / "strace.txt"
+    cmd = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
+    cmd += run_promptfoo.command(["eval", "-c", str(tmp_path / "cfg.yaml"), "--no-progress-bar", "--no-cache"])
+    base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
+    env = run_promptfoo.offline_env(ROOT, base=base)
+    env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "1 passed" in proc.stdout
+    traced = log.read_text()
+    assert "connect(" in traced  # strace saw the run (the beacon's refused connect to 127.0.0.1 at least)
+    assert non_local_peers(traced) == []

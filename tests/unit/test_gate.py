@@ -1,0 +1,102 @@
+"""kit gate: exit 1 naming what failed (hard failure, soft floor, incomplete run, new failures vs baseline)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.cli import main as kit
+from kit.result import CaseRun, Result
+from kit.store import open_store
+
+
+def _record(store, results: dict[str, bool], soft: list[str] = (), finish: bool = True, model: str = "m") -> str:
+    run_id = store.start_run("kit", model=model, git_sha=None, detached=not finish)
+    for case_id, ok in results.items():
+        store.record(run_id, CaseRun(case_id, 0, (Result("no_pii", ok, "" if ok else "email in output"),)))
+    for i, outcome in enumerate(soft):
+        store.record_soft(run_id, f"c{i}", 0, "geval:tone", outcome=outcome, score=0.5, judge_model="j")
+    if finish:
+        store.finish_run(run_id)
+    else:
+        store.merge()
+    return run_id
+
+
+@pytest.fixture
+def store(tmp_path):
+    return open_store(tmp_path / "evals.duckdb")
+
+
+def _gate(store, tmp_path, *extra: str, policy: str | None = None) -> int:
+    cfg = tmp_path / "gates.yaml"
+    cfg.write_text(policy or "soft: {default_floor: 0.75, floors: {'geval:tone': 0.5}}\n")
+    return kit(["gate", "--store", str(store.path), "--config", str(cfg), *extra])
+
+
+def test_green_run_passes(store, tmp_path, capsys):
+    _record(store, {"a": True, "b": True}, soft=["pass", "fail"])
+    assert _gate(store, tmp_path) == 0
+    assert "gate passed" in capsys.readouterr().out
+
+
+def test_hard_failure_fails_and_is_named(store, tmp_path, capsys):
+    _record(store, {"a": True, "b": False})
+    assert _gate(store, tmp_path) == 1
+    assert "hard fail: case b check no_pii (1x): email in output" in capsys.readouterr().err
+
+
+def test_soft_gate_under_its_floor_fails(store, tmp_path, capsys):
+    _record(store, {"a": True}, soft=["pass", "fail", "fail"])
+    assert _gate(store, tmp_path) == 1
+    assert "soft gate geval:tone: pass rate 0.33 under its floor 0.50" in capsys.readouterr().err
+
+
+def test_skipped_soft_verdicts_follow_the_policy(store, tmp_path, capsys):
+    _record(store, {"a": True}, soft=["pass", "skipped", "skipped"])
+    assert _gate(store, tmp_path) == 0  # ignore: 1/1 given verdicts passed
+    assert _gate(store, tmp_path, policy="soft: {default_floor: 0.5, skipped: fail}\n") == 1
+    assert "pass rate 0.33 under its floor 0.50" in capsys.readouterr().err
+
+
+def test_incomplete_run_fails(store, tmp_path, capsys):
+    _record(store, {"a": True}, finish=False)
+    assert _gate(store, tmp_path) == 1
+    assert "is running: it did not finish" in capsys.readouterr().err
+
+
+def test_new_failures_against_baseline(store, tmp_path, capsys):
+    _record(store, {"a": True, "b": True, "c": False}, model="old")
+    _record(store, {"a": True, "b": False, "c": False}, model="new")
+    policy = "hard: {fail_on_failure: false}\n"
+    assert _gate(store, tmp_path, policy=policy) == 0  # no baseline: hard failures tolerated by this policy
+    assert _gate(store, tmp_path, "--baseline", "old", policy=policy) == 1
+    err = capsys.readouterr().err
+    assert "new failure vs baseline" in err and "case b 1.00 → 0.00 (checks: no_pii)" in err
+    assert "case c" not in err  # failed before too: not new
+
+
+def test_bad_config_and_missing_run_are_exit_2(store, tmp_path, capsys):
+    assert _gate(store, tmp_path, policy="soft: {default_floor: 2}\n") == 2
+    assert "gates.yaml: soft.default_floor" in capsys.readouterr().err
+    assert _gate(store, tmp_path) == 2
+    assert "no run 'latest' in the store" in capsys.readouterr().err
+
+
+def test_repo_gates_yaml_is_valid():
+    from pathlib import Path
+
+    from kit.report.gate import load_policy
+
+    policy = load_policy(Path(__file__).resolve().parents[2] / "gates.yaml")
+    assert policy.hard.fail_on_failure and 0 < policy.soft.default_floor <= 1
+
+
+def test_a_soft_gate_that_drops_since_the_baseline_fails_even_above_its_floor(store, tmp_path, capsys):
+    _record(store, {"a": True}, soft=["pass"] * 10)  # 1.00
+    _record(store, {"a": True}, soft=["pass"] * 8 + ["fail"] * 2)  # 0.80: above the 0.5 floor, a 0.20 drop
+    assert _gate(store, tmp_path, "--baseline", "previous") == 1
+    assert "soft gate geval:tone: pass rate dropped from 1.00 to 0.80 since the baseline (at most 0.10 allowed)" in (
+        capsys.readouterr().err
+    )
+    _record(store, {"a": True}, soft=["pass"] * 7 + ["fail"] * 3)  # 0.70: a 0.10 drop from 0.80 is allowed
+    assert _gate(store, tmp_path, "--baseline", "previous") == 0
