@@ -12,11 +12,11 @@ from typing import Any
 from deepeval.metrics import BaseMetric
 from deepeval.test_case import LLMTestCase
 
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.testcase import trace_of
 from kit.case import Case
 from kit.evaluate import evaluate
 from kit.result import Result
+from kit_deepeval.caselog import CaseLog
+from kit_deepeval.testcase import trace_of
 
 
 class OracleMetric(BaseMetric):

@@ -8,10 +8,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from kit_deepeval.caselog import CaseLog
 from kit.report.gate import GatePolicy
 from kit.store import Store, new_run_id, open_store
 from kit.store.queries import soft_gates
+from kit_deepeval.caselog import CaseLog
 
 RUN_ID_ENV = "KIT_RUN_ID"
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from typing import Any
-
 
 from kit_promptfoo.redteam import corpus
 

@@ -15,10 +15,7 @@ which forwards them to the kit's one judge.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
-
 
 from kit_promptfoo.redteam import corpus
 

@@ -22,11 +22,11 @@ quiet_offline()
 import deepeval  # noqa: E402
 from deepeval.utils import get_is_running_deepeval  # noqa: E402
 
+from kit.judge import judge_config  # noqa: E402
+from kit.report.gate import load_policy  # noqa: E402
 from kit_deepeval.deepeval_io import pin_deepeval_io  # noqa: E402
 from kit_deepeval.runner import agent_name, variant  # noqa: E402
 from kit_deepeval.session import EvalSession  # noqa: E402
-from kit.judge import judge_config  # noqa: E402
-from kit.report.gate import load_policy  # noqa: E402
 
 _SESSION: EvalSession | None = None
 _IO: list[str] = []

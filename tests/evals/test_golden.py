@@ -13,6 +13,9 @@ import os
 import pytest
 from deepeval import assert_test
 
+from kit.case import Case, load_suite
+from kit.judge import judge_config
+from kit.trace import parse_trace
 from kit_deepeval.caselog import CaseLog
 from kit_deepeval.oracle import oracle_metrics
 from kit_deepeval.rubric_metric import rubric_metrics
@@ -20,9 +23,6 @@ from kit_deepeval.rubrics import load_rubrics
 from kit_deepeval.runner import load_agent, run_case
 from kit_deepeval.session import EvalSession
 from kit_deepeval.testcase import kit_test_case
-from kit.case import Case, load_suite
-from kit.judge import judge_config
-from kit.trace import parse_trace
 
 SUITE = load_suite(os.environ.get("KIT_CASES") or "golden")
 RUBRICS = load_rubrics(os.environ.get("KIT_RUBRICS") or "golden/rubrics.yaml")

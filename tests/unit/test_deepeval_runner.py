@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kit_deepeval.runner import load_agent, run_case
 from kit.case import Case
 from kit.runner.agents import MalformedTrace
+from kit_deepeval.runner import load_agent, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 

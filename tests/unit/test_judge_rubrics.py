@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from kit.case import parse_case
+from kit.errors import KitInputError
 from kit_deepeval.offline import quiet_offline
 from kit_deepeval.rubrics import load_rubrics
 from kit_deepeval.session import FloorResult
-from kit.case import parse_case
-from kit.errors import KitInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 
