@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kit.errors import error_line
+
 ROOT = Path(__file__).resolve().parent.parent
 # Cases outside golden/ (the red team's) use the same named invariants as the golden cases.
 GOLDEN_INVARIANTS = ROOT / "golden" / "invariants.yaml"
@@ -39,8 +41,7 @@ def merged(config: dict[str, Any] | None, vars_: dict[str, Any] | None) -> KitVa
     try:
         return KitVars.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        raise ValueError(f"kit vars: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+        raise ValueError(f"kit vars: {error_line(e)}") from None
 
 
 def agent_input(prompt: str) -> str | list[dict[str, str]]:
