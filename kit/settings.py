@@ -1,0 +1,231 @@
+"""The kit's settings: one typed, frozen object, read once.
+
+Sources, lowest to highest precedence:
+
+1. defaults (below);
+2. the project file: `[tool.kit]` in the nearest `pyproject.toml` upward from the working directory
+   (relative paths in it are relative to that file's folder);
+3. environment variables (`KIT_AGENT`, `KIT_CASES`, ... see `ENV`); an empty variable counts as unset;
+4. command-line overrides (`load_settings({"agent": args.agent})`; a None value overrides nothing).
+
+    [tool.kit]
+    agent = "mypkg.agent:run"
+    cases = "golden"
+    store = ".kit/evals.duckdb"
+    [tool.kit.judge]
+    model = "qwen2.5-7b-instruct"
+    base_url = "http://127.0.0.1:8000/v1"
+    [tool.kit.redteam]
+    corpus = "redteam/attacks.yaml"
+
+A key the kit does not know, or a value of the wrong type, is a KitInputError naming the file (or the
+variable) and the key: a typo must not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kit.errors import KitInputError, first_error
+
+PROJECT_FILE = "pyproject.toml"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class JudgeSettings(_Frozen):
+    """The judge model; `model` unset means no judge (rubrics are recorded as skipped).
+    Validated further (provider names, URL shape) by kit.judge.judge_config."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    provider: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    retries: int | None = Field(default=None, ge=0, le=10)
+    temperature: float | None = Field(default=None, ge=0)
+
+
+class RedteamSettings(_Frozen):
+    purpose: str | None = None
+    corpus: Path = Path("redteam/attacks.yaml")
+    invariants: Path | None = None
+
+
+class Settings(_Frozen):
+    agent: str | None = None
+    cases: Path = Path("golden")
+    invariants: Path | None = None
+    rubrics: Path = Path("golden/rubrics.yaml")
+    gates: Path = Path("gates.yaml")
+    store: Path = Path(".kit/evals.duckdb")
+    variant: str | None = None
+    agent_policy: Literal["deterministic", "model"] = "deterministic"
+    agent_timeout: float = Field(default=60.0, gt=0)
+    agent_model: str | None = None
+    run_id: str | None = None
+    judge: JudgeSettings = JudgeSettings()
+    redteam: RedteamSettings = RedteamSettings()
+    # Where [tool.kit] was read from, None without one: what an error or a report names.
+    project_file: Path | None = None
+
+    def env(self) -> dict[str, str]:
+        """These settings as the KIT_* variables, for a tool started in a subprocess (DeepEval, Promptfoo)
+        that reads its settings from the environment."""
+        out: dict[str, str] = {}
+        for var, path in ENV.items():
+            value: Any = self
+            for part in path:
+                value = getattr(value, part)
+            if value is not None:
+                out[var] = str(value)
+        return out
+
+
+# Environment variable -> settings key (a path into the nested object).
+ENV: dict[str, tuple[str, ...]] = {
+    "KIT_AGENT": ("agent",),
+    "KIT_CASES": ("cases",),
+    "KIT_INVARIANTS": ("invariants",),
+    "KIT_RUBRICS": ("rubrics",),
+    "KIT_GATES": ("gates",),
+    "KIT_STORE": ("store",),
+    "KIT_VARIANT": ("variant",),
+    "KIT_AGENT_POLICY": ("agent_policy",),
+    "KIT_AGENT_TIMEOUT": ("agent_timeout",),
+    "KIT_AGENT_MODEL": ("agent_model",),
+    "KIT_RUN_ID": ("run_id",),
+    "KIT_JUDGE_MODEL": ("judge", "model"),
+    "KIT_JUDGE_BASE_URL": ("judge", "base_url"),
+    "KIT_JUDGE_API_KEY": ("judge", "api_key"),
+    "KIT_JUDGE_PROVIDER": ("judge", "provider"),
+    "KIT_JUDGE_TIMEOUT": ("judge", "timeout"),
+    "KIT_JUDGE_RETRIES": ("judge", "retries"),
+    "KIT_JUDGE_TEMPERATURE": ("judge", "temperature"),
+    "KIT_REDTEAM_PURPOSE": ("redteam", "purpose"),
+    "KIT_REDTEAM_CORPUS": ("redteam", "corpus"),
+    "KIT_REDTEAM_INVARIANTS": ("redteam", "invariants"),
+}
+_PATH_KEYS = {
+    ("cases",),
+    ("invariants",),
+    ("rubrics",),
+    ("gates",),
+    ("store",),
+    ("redteam", "corpus"),
+    ("redteam", "invariants"),
+}
+
+
+def find_project_file(start: Path | None = None) -> Path | None:
+    """The nearest pyproject.toml from `start` (default: the cwd) upward, if it has a [tool.kit] table.
+    The search stops at the nearest one: a parent folder's project is another project."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / PROJECT_FILE
+        if candidate.is_file():
+            return candidate if isinstance(_read_toml(candidate).get("tool", {}).get("kit"), dict) else None
+    return None
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None,
+    root: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Defaults < [tool.kit] < KIT_* variables < `overrides`. `root`: where the search for pyproject.toml
+    starts (default: the cwd). `env`: the environment (default: os.environ)."""
+    env = os.environ if env is None else env
+    merged: dict[str, Any] = {}
+    project = find_project_file(root)
+    if project is not None:
+        table = _read_toml(project)["tool"]["kit"]
+        if "project_file" in table:
+            raise KitInputError("unknown setting [tool.kit] project_file", file=str(project))
+        _check(_project_values(table, project), file=str(project))
+        _merge(merged, _project_values(table, project))
+    from_env: dict[str, Any] = {}
+    for var, path in ENV.items():
+        raw = (env.get(var) or "").strip()
+        if raw:
+            _put(from_env, path, raw)
+    _check(from_env, file="environment", names={path: var for var, path in ENV.items()})
+    _merge(merged, from_env)
+    if overrides:
+        cli = _drop_none(dict(overrides))
+        _check(cli, file="command line")
+        _merge(merged, cli)
+    merged["project_file"] = project
+    return Settings.model_validate(merged)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise KitInputError(f"not valid TOML: {e}", file=str(path)) from None
+    except OSError as e:
+        raise KitInputError(f"cannot read: {e.strerror}", file=str(path)) from None
+
+
+def _project_values(table: Mapping[str, Any], project: Path) -> dict[str, Any]:
+    """[tool.kit] with its relative paths made relative to the project file's folder (kept as written
+    when that folder is the cwd, so messages show the path the user wrote)."""
+    base = project.parent
+    here = Path.cwd().resolve()
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            out[key] = {k: _rebase(v, base, here) if (key, k) in _PATH_KEYS else v for k, v in value.items()}
+        else:
+            out[key] = _rebase(value, base, here) if (key,) in _PATH_KEYS else value
+    return out
+
+
+def _rebase(value: Any, base: Path, here: Path) -> Any:
+    if not isinstance(value, str) or Path(value).is_absolute() or base == here:
+        return value
+    return str(base / value)
+
+
+def _check(values: dict[str, Any], *, file: str, names: Mapping[tuple[str, ...], str] | None = None) -> None:
+    """Validate one source on its own, so an error names the source that holds the bad value."""
+    try:
+        Settings.model_validate(values)
+    except ValidationError as exc:
+        field, msg, kind = first_error(exc)
+        path = tuple(field.split(".")) if field else ()
+        key = (names or {}).get(path) or (f"[tool.kit] {field}" if file.endswith(PROJECT_FILE) else field)
+        if kind == "extra_forbidden":
+            raise KitInputError(f"unknown setting {key}", file=file) from None
+        raise KitInputError(f"setting {key}: {msg}", file=file) from None
+
+
+def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value
+
+
+def _merge(target: dict[str, Any], source: Mapping[str, Any]) -> None:
+    for key, value in source.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        elif isinstance(value, Mapping):
+            target[key] = dict(value)
+        else:
+            target[key] = value
+
+
+def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: _drop_none(dict(v)) if isinstance(v, Mapping) else v for k, v in values.items() if v is not None}
