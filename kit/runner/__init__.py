@@ -1,12 +1,11 @@
 """The kit's runner: plan a suite's jobs, run each on a fresh agent (in a pool, under a timeout), judge the
-traces with the oracle, report and record the outcomes."""
+traces with the oracle, report and record the outcomes. `invoke` is one run, for every front end."""
 
+from kit.runner.invoke import AgentTimeout, Invocation, deadline, invoke
 from kit.runner.suite import (
-    AgentTimeout,
     Job,
     Outcome,
     RunOptions,
-    deadline,
     parse_shard,
     plan,
     run_one,
@@ -16,10 +15,12 @@ from kit.runner.suite import (
 
 __all__ = [
     "AgentTimeout",
+    "Invocation",
     "Job",
     "Outcome",
     "RunOptions",
     "deadline",
+    "invoke",
     "parse_shard",
     "plan",
     "run_one",

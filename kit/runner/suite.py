@@ -10,20 +10,14 @@ cases deterministically so that n CI jobs together run the suite once.
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-import time
-import traceback
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from kit.case import Case
 from kit.errors import KitInputError
-from kit.evaluate import error_run, evaluate
-from kit.result import CaseRun
-from kit.runner.agents import Agent, MalformedTrace, to_trace
+from kit.evaluate import error_run
+from kit.runner.agents import Agent
+from kit.runner.invoke import Invocation, invoke
 from kit.runner.pool import default_workers, execute
 
 
@@ -42,20 +36,8 @@ class Job:
     attempt: int
 
 
-@dataclass
-class Outcome:
-    """One run: its evaluation, the trace (as a dict, for the store), and where its time went."""
-
-    case_run: CaseRun
-    trace: dict[str, Any] | None
-    agent_s: float = 0.0  # inside the agent
-    kit_s: float = 0.0  # the kit's own work on this run: reading the trace and every check
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class AgentTimeout(BaseException):
-    """Raised inside a run that overran its time. A BaseException, so an agent's `except Exception`
-    cannot swallow it."""
+# One run's result: the runner's name for an Invocation.
+Outcome = Invocation
 
 
 # --- planning -------------------------------------------------------------------------------------------
@@ -94,54 +76,9 @@ def plan(cases: Sequence[Case], runs: int | None = None) -> list[Job]:
 # --- one run --------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
-    """Raise AgentTimeout in this thread after `seconds` (main thread only: elsewhere the pool enforces it)."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _fire(signum: int, frame: Any) -> None:
-        raise AgentTimeout
-
-    previous = signal.signal(signal.SIGALRM, _fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def _cause(e: BaseException) -> str:
-    """`Type: message (at file:line)`: the innermost frame says where the agent broke."""
-    tb = traceback.extract_tb(e.__traceback__)
-    where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
-    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}{': ' + msg if msg else ''}{where}"
-
-
 def run_one(job: Job, agent: Agent, *, run_id: str | None = None, timeout: float | None = None) -> Outcome:
-    """Run the agent once on the case and evaluate the trace. Never raises."""
-    case, attempt = job.case, job.attempt
-    t0 = time.perf_counter()
-    try:
-        with deadline(timeout):
-            result = agent.call(case, attempt)
-    except AgentTimeout:
-        cr = error_run(case.id, attempt, f"timeout: the agent ran longer than {timeout:g}s", run_id=run_id)
-        return Outcome(cr, None, agent_s=time.perf_counter() - t0)
-    except Exception as e:
-        cr = error_run(case.id, attempt, f"the agent raised {_cause(e)}", run_id=run_id)
-        return Outcome(cr, None, agent_s=time.perf_counter() - t0)
-    t1 = time.perf_counter()
-    try:
-        trace, data = to_trace(result, case, attempt, run_id)
-    except MalformedTrace as e:
-        cr = error_run(case.id, attempt, f"the agent {e}", run_id=run_id)
-        return Outcome(cr, None, agent_s=t1 - t0, kit_s=time.perf_counter() - t1)
-    cr = evaluate(trace, case, run_id=run_id)
-    return Outcome(cr, data, agent_s=t1 - t0, kit_s=time.perf_counter() - t1)
+    """Run the agent once on the job's case and evaluate the trace. Never raises."""
+    return invoke(agent, job.case, job.attempt, timeout=timeout, run_id=run_id)
 
 
 # --- the suite ------------------------------------------------------------------------------------------
