@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from kit.canonical import canonical
-from kit.errors import KitInputError
+from kit.errors import KitInputError, error_line
 
 
 class Span(BaseModel):
@@ -150,17 +150,7 @@ def parse_trace(data: Any, *, file: str | None = None) -> Trace:
     try:
         return Trace.model_validate(data)
     except ValidationError as e:
-        raise KitInputError(f"invalid trace: {_first_error(e)}", file=file, case=case) from None
-
-
-def _first_error(e: ValidationError) -> str:
-    errs = e.errors()
-    parts = []
-    for err in errs[:3]:
-        loc = ".".join(str(x) for x in err["loc"]) or "(root)"
-        parts.append(f"{loc}: {err['msg']}")
-    more = f" (+{len(errs) - 3} more)" if len(errs) > 3 else ""
-    return "; ".join(parts) + more
+        raise KitInputError(f"invalid trace: {error_line(e, limit=3, root='(root)')}", file=file, case=case) from None
 
 
 def load_traces(path: str | Path) -> list[Trace]:

@@ -16,6 +16,7 @@ from typing import Any
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
+from kit.errors import error_line
 from kit.judge import OPENAI_COMPATIBLE, JudgeConfig
 
 
@@ -139,11 +140,7 @@ class KitJudgeModel(DeepEvalBaseLLM):
         try:
             return schema.model_validate(_json_object(raw))
         except (ValueError, ValidationError) as exc:
-            if isinstance(exc, ValidationError):
-                first = exc.errors()[0]
-                detail = f"{'.'.join(str(x) for x in first['loc']) or 'answer'}: {first['msg']}"
-            else:
-                detail = str(exc)
+            detail = error_line(exc, root="answer") if isinstance(exc, ValidationError) else str(exc)
             message = f"{self.config.describe()} gave a malformed answer ({detail}): {raw[:200]!r}"
             self.log.exchanges[-1].error = message
             raise JudgeError(message) from None

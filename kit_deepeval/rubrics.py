@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kit.case import Case
-from kit.errors import KitInputError
+from kit.errors import KitInputError, field_errors
 from kit.judge import rubric_hash
 
 # The LLMTestCase fields a rubric may show the judge (DeepEval's SingleTurnParams values).
@@ -108,8 +108,8 @@ def load_rubrics(path: str | Path) -> RubricSet:
     try:
         return RubricSet.model_validate({**data, "file": str(p)})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = list(err["loc"])
+        err = field_errors(exc)[0]
+        loc = list(err.loc)
         where = None
         if len(loc) >= 2 and loc[0] == "rubrics" and isinstance(loc[1], int):
             raw = (data.get("rubrics") or [])[loc[1]]
@@ -117,6 +117,5 @@ def load_rubrics(path: str | Path) -> RubricSet:
             where = f"rubric:{name}" if name else f"rubric #{loc[1] + 1}"
             loc = loc[2:]
         field = ".".join(str(x) for x in loc)
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        message = f"{field}: {msg}" if field else msg
+        message = f"{field}: {err.text}" if field else err.text
         raise KitInputError(message, file=str(p), check=where) from None

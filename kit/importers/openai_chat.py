@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from kit.errors import KitInputError
+from kit.errors import KitInputError, error_line
 from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
 
 FINISH_TOOL = "finish"  # agents that end through a finish action (as the kit's reference agent does)
@@ -138,9 +138,7 @@ def _expand(raw: list[Any], file: str | None) -> list[_Message]:
         try:
             out.append(_Message.model_validate(item))
         except ValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(str(x) for x in err["loc"])
-            raise KitInputError(f"message {i}: {loc}: {err['msg']}", file=file) from None
+            raise KitInputError(f"message {i}: {error_line(e)}", file=file) from None
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kit.errors import KitInputError
+from kit.errors import KitInputError, error_line
 
 STATUS_ERROR = (2, "2", "STATUS_CODE_ERROR", "ERROR")
 
@@ -111,10 +111,8 @@ def spans_by_trace(data: dict[str, Any], *, file: str | None = None) -> dict[str
                 try:
                     sp = _Span.model_validate(raw)
                 except ValidationError as e:
-                    err = e.errors()[0]
-                    loc = ".".join(str(x) for x in err["loc"])
                     where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
-                    raise KitInputError(f"{where}: {loc}: {err['msg']}", file=file) from None
+                    raise KitInputError(f"{where}: {error_line(e)}", file=file) from None
                 error = None
                 if sp.status is not None and sp.status.code in STATUS_ERROR:
                     error = sp.status.message or "error"

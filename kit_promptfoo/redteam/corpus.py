@@ -8,6 +8,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from kit.errors import error_line
+
 CORPUS = Path(__file__).resolve().parents[2] / "redteam" / "attacks.yaml"
 CATEGORIES = (
     "injection-user",
@@ -57,9 +59,8 @@ def _load(path: str, _mtime: int) -> tuple[Attack, ...]:
         try:
             attack = Attack.model_validate(raw)
         except ValidationError as e:
-            err = e.errors()[0]
             where = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
-            raise ValueError(f"{path}: attack {where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            raise ValueError(f"{path}: attack {where}: {error_line(e)}") from None
         if attack.id in seen:
             raise ValueError(f"{path}: attack {attack.id}: duplicate id")
         seen.add(attack.id)
