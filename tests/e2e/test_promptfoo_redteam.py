@@ -6,20 +6,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kit_promptfoo import agent_provider, run_promptfoo
+from kit_promptfoo.redteam import corpus, generator, hooks, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "redteam"))
-
-import corpus  # noqa: E402
-import generator  # noqa: E402
-import hooks  # noqa: E402
-import verdict  # noqa: E402
 
 CASE = {"case_file": "redteam/case.yaml", "case_id": "redteam-attack"}
 
