@@ -10,7 +10,7 @@ export DEEPEVAL_TELEMETRY_OPT_OUT := 1
 export DEEPEVAL_UPDATE_WARNING_OPT_IN := 0
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install test lint evals clean
+.PHONY: install test test-fast lint evals clean
 
 install: $(STAMP)
 
@@ -23,6 +23,10 @@ $(STAMP): pyproject.toml
 test: $(STAMP) $(NPM_STAMP)
 	$(PY) -m pytest -q -n 2
 
+# The unit tests only (seconds): no subprocess, no Promptfoo, no DeepEval run.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -n 2 -m "not e2e"
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -30,21 +34,23 @@ lint: $(STAMP)
 
 # The whole gate: kit runner, DeepEval, Promptfoo eval and red team into one store; one summary, HTML report,
 # JUnit XML and the gate's verdict. VARIANT=<fault> runs a fault variant of the reference agent (it must fail).
-# AGENT=module:callable puts your own agent in every stage.
+# AGENT=module:callable puts your own agent in every stage; CASES=path another case file or folder.
+# Unset, each comes from [tool.kit] in pyproject.toml or the KIT_* variables (kit/settings.py).
 VARIANT ?=
 AGENT ?=
+CASES ?=
 SHARDS ?=
 BASELINE_STORE ?=
 evals: $(STAMP) $(NPM_STAMP)
 	$(PY) -m kit.pipeline $(if $(VARIANT),--variant $(VARIANT)) $(if $(AGENT),--agent $(AGENT)) \
-	  $(if $(SHARDS),--shards $(SHARDS)) \
+	  $(if $(CASES),--cases $(CASES)) $(if $(SHARDS),--shards $(SHARDS)) \
 	  $(if $(BASELINE_STORE),--baseline-store $(BASELINE_STORE))
 
 clean:
 	rm -rf $(VENV) node_modules .kit .promptfoo redteam/redteam.yaml
 
-# --- Promptfoo (issue 6): Node 22 and the Promptfoo CLI from the committed lock file. ---
-NPM_STAMP := node_modules/.installed
+# --- Promptfoo: Node 22 and the Promptfoo CLI from the committed lock file. ---
+# The targets below run one tool on its own; `make evals` runs the same commands (kit/pipeline/stages.py).
 
 .PHONY: promptfoo-install
 promptfoo-install: $(NPM_STAMP)
@@ -67,7 +73,7 @@ promptfoo-eval: $(STAMP) $(NPM_STAMP)
 	$(PROMPTFOO) eval -c promptfooconfig.yaml --no-progress-bar --no-table -o $(PF_OUT)/golden.json; \
 	  status=$$?; $(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/golden.json || status=2; exit $$status
 
-# --- Reference agent (issue 3): regenerate golden/tools.json and re-record the golden cassettes. ---
+# --- Reference agent: regenerate golden/tools.json and re-record the golden cassettes. ---
 .PHONY: agent-tools agent-cassettes
 agent-tools: $(STAMP)
 	$(PY) -m kit.agent.tools_json
@@ -75,7 +81,7 @@ agent-tools: $(STAMP)
 agent-cassettes: $(STAMP) agent-tools
 	$(PY) -m kit.agent.record
 
-# --- DeepEval (issue 5): the golden suite through `deepeval test run`, oracle checks as hard gates and
+# --- DeepEval: the golden suite through `deepeval test run`, oracle checks as hard gates and
 # G-Eval rubrics as soft gates, results in the store (source deepeval). The variables must be set before
 # DeepEval starts: it reads .env and builds its telemetry client at import, before tests/evals loads.
 # KIT_VARIANT=<fault> selects a fault variant; KIT_JUDGE_MODEL/KIT_JUDGE_BASE_URL configure the judge.
@@ -84,7 +90,7 @@ deepeval-evals: $(STAMP)
 	DEEPEVAL_DISABLE_DOTENV=1 DEEPEVAL_TELEMETRY_OPT_OUT=1 CONFIDENT_API_KEY=$${KIT_DEEPEVAL_UPLOAD:+$$CONFIDENT_API_KEY} \
 	  $(VENV)/bin/deepeval test run tests/evals -d failing $(DEEPEVAL_ARGS)
 
-# --- Store (issue 4): speed figures of the store (insert, report query, concurrent writers). ---
+# --- Store: speed figures of the store (insert, report query, concurrent writers). ---
 .PHONY: bench-store
 bench-store: $(STAMP)
 	$(PY) bench/store.py

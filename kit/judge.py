@@ -1,4 +1,5 @@
-"""The judge model, configured once for the whole kit from the environment (no DeepEval import here).
+"""The judge model, configured once for the whole kit from the settings (no DeepEval import here):
+[tool.kit.judge] in pyproject.toml (model, base_url, api_key, provider, timeout, retries), overridden by
 
     KIT_JUDGE_MODEL      model id, e.g. `qwen2.5-7b-instruct` or `gpt-4o-2024-08-06` (unset: no judge)
     KIT_JUDGE_BASE_URL   an OpenAI-compatible endpoint (local vLLM, Ollama `.../v1`, LM Studio, a gateway)
@@ -15,17 +16,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kit.errors import KitInputError, first_error
+from kit.settings import Settings, load_settings
 
 NO_JUDGE_REASON = "no judge configured (set KIT_JUDGE_MODEL, and KIT_JUDGE_BASE_URL for a local endpoint)"
 OPENAI_COMPATIBLE = "openai-compatible"
+# Where a bare mapping of variables is read from: no folder holds a pyproject.toml there.
+_NO_PROJECT = Path("/")
 HOSTED_PROVIDERS = (
     "openai",
     "anthropic",
@@ -85,31 +89,36 @@ class JudgeConfig(BaseModel):
         return f"judge {self.model} at {self.endpoint}"
 
 
-def judge_config(env: Mapping[str, str] | None = None) -> JudgeConfig | None:
-    """The configured judge, or None when KIT_JUDGE_MODEL is unset. A bad value raises KitInputError."""
-    env = os.environ if env is None else env
-    model = (env.get("KIT_JUDGE_MODEL") or "").strip()
-    if not model:
+def judge_config(source: Mapping[str, str] | Settings | None = None) -> JudgeConfig | None:
+    """The configured judge, or None when no judge model is set. `source`: the settings (default: loaded
+    from [tool.kit.judge] and the KIT_JUDGE_* variables), or a mapping of KIT_JUDGE_* variables alone.
+    A bad value raises KitInputError."""
+    if source is None:
+        source = load_settings()
+    if isinstance(source, Settings):
+        judge, where = source.judge, "environment" + (f" or {source.project_file}" if source.project_file else "")
+    else:
+        judge, where = load_settings(root=_NO_PROJECT, env=source).judge, "environment"
+    if not judge.model:
         return None
-    base_url = (env.get("KIT_JUDGE_BASE_URL") or "").strip() or None
-    provider = (env.get("KIT_JUDGE_PROVIDER") or "").strip().lower() or (OPENAI_COMPATIBLE if base_url else "openai")
+    base_url = judge.base_url or None
+    provider = (judge.provider or "").lower() or (OPENAI_COMPATIBLE if base_url else "openai")
     if provider == OPENAI_COMPATIBLE and not base_url:
-        raise KitInputError("KIT_JUDGE_PROVIDER=openai-compatible needs KIT_JUDGE_BASE_URL", file="environment")
-    raw: dict[str, Any] = {"model": model, "provider": provider, "base_url": base_url}
-    if env.get("KIT_JUDGE_API_KEY"):
-        raw["api_key"] = env["KIT_JUDGE_API_KEY"]
-    for var, key in (
-        ("KIT_JUDGE_TIMEOUT", "timeout_s"),
-        ("KIT_JUDGE_RETRIES", "retries"),
-        ("KIT_JUDGE_TEMPERATURE", "temperature"),
+        raise KitInputError("KIT_JUDGE_PROVIDER=openai-compatible needs KIT_JUDGE_BASE_URL", file=where)
+    raw: dict[str, Any] = {"model": judge.model, "provider": provider, "base_url": base_url}
+    for key, value in (
+        ("api_key", judge.api_key),
+        ("timeout_s", judge.timeout),
+        ("retries", judge.retries),
+        ("temperature", judge.temperature),
     ):
-        if (env.get(var) or "").strip():
-            raw[key] = env[var].strip()
+        if value is not None:
+            raw[key] = value
     try:
         return JudgeConfig.model_validate(raw)
     except ValidationError as exc:
         field, msg, _ = first_error(exc)
-        raise KitInputError(f"judge setting {field or 'judge'}: {msg}", file="environment") from None
+        raise KitInputError(f"judge setting {field or 'judge'}: {msg}", file=where) from None
 
 
 def rubric_hash(text: str | Mapping[str, Any]) -> str:

@@ -49,9 +49,10 @@ class JudgeSettings(_Frozen):
     base_url: str | None = None
     api_key: str | None = Field(default=None, repr=False)
     provider: str | None = None
-    timeout: float | None = Field(default=None, gt=0)
-    retries: int | None = Field(default=None, ge=0, le=10)
-    temperature: float | None = Field(default=None, ge=0)
+    # Types only here: kit.judge.judge_config checks the ranges, with messages that name the setting.
+    timeout: float | None = None
+    retries: int | None = None
+    temperature: float | None = None
 
 
 class RedteamSettings(_Frozen):
@@ -205,7 +206,8 @@ def _check(values: dict[str, Any], *, file: str, names: Mapping[tuple[str, ...],
     except ValidationError as exc:
         field, msg, kind = first_error(exc)
         path = tuple(field.split(".")) if field else ()
-        key = (names or {}).get(path) or (f"[tool.kit] {field}" if file.endswith(PROJECT_FILE) else field)
+        key = (names or {}).get(path)
+        key = f"{key} ({field})" if key else f"[tool.kit] {field}" if file.endswith(PROJECT_FILE) else field
         if kind == "extra_forbidden":
             raise KitInputError(f"unknown setting {key}", file=file) from None
         raise KitInputError(f"setting {key}: {msg}", file=file) from None

@@ -5,10 +5,9 @@ finish the run. Works the same under `deepeval test run` and plain pytest, with 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
-from kit.report.gate import GatePolicy
+from kit.report.gate import GatePolicy, SoftFloor, soft_floors
 from kit.store import Store, new_run_id, open_store
 from kit.store.queries import soft_gates
 from kit_deepeval.caselog import CaseLog
@@ -16,39 +15,8 @@ from kit_deepeval.caselog import CaseLog
 RUN_ID_ENV = "KIT_RUN_ID"
 
 
-@dataclass(frozen=True)
-class FloorResult:
-    """A rubric's pass rate over the session against its floor. No judged run: neither pass nor fail."""
-
-    rubric: str
-    passed: int
-    failed: int
-    errors: int
-    skipped: int
-    floor: float
-    skipped_fails: bool = False  # gates.yaml `soft: {skipped: fail}` counts a skipped verdict against the rate
-
-    @property
-    def judged(self) -> int:
-        return self.passed + self.failed + self.errors + (self.skipped if self.skipped_fails else 0)
-
-    @property
-    def rate(self) -> float | None:
-        return self.passed / self.judged if self.judged else None
-
-    @property
-    def below_floor(self) -> bool:
-        return self.rate is not None and self.rate < self.floor
-
-    def line(self) -> str:
-        if self.rate is None:
-            return f"{self.rubric}: skipped on all {self.skipped} runs (not a pass)"
-        state = "BELOW FLOOR" if self.below_floor else "ok"
-        extra = f", {self.errors} judge errors" if self.errors else ""
-        extra += f", {self.skipped} skipped" if self.skipped else ""
-        return (
-            f"{self.rubric}: {self.passed}/{self.judged} passed ({self.rate:.0%}) floor {self.floor:.0%} {state}{extra}"
-        )
+# The gate module's type, under the name this adapter has always exported.
+FloorResult = SoftFloor
 
 
 class EvalSession:
@@ -94,23 +62,11 @@ class EvalSession:
                 prompt=v.prompt,
             )
 
-    def floors(self, policy: GatePolicy) -> list[FloorResult]:
+    def floors(self, policy: GatePolicy) -> list[SoftFloor]:
         """Soft-gate pass rates of this run against gates.yaml's floors, read back from the store (so the
         rows of xdist workers count too). The same query and policy `kit gate` uses."""
         with self.store.connect() as con:
-            rows = soft_gates(con, self.run_id)
-        return [
-            FloorResult(
-                rubric=r["check"],
-                passed=int(r["passed"]),
-                failed=int(r["failed"]),
-                errors=int(r["errors"]),
-                skipped=int(r["skipped"]),
-                floor=policy.soft.floors.get(r["check"], policy.soft.default_floor),
-                skipped_fails=policy.soft.skipped == "fail",
-            )
-            for r in rows
-        ]
+            return soft_floors(soft_gates(con, self.run_id), policy)
 
     def finish(self) -> None:
         if self.owner and not self.finished:

@@ -14,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", action="append", help="run(s) to gate (repeatable; default latest)")
     parser.add_argument("--source", choices=("kit", "deepeval", "promptfoo"), help="only runs from this source")
     parser.add_argument("--baseline", help="a run to compare against: previous, run id, git sha or model id")
-    parser.add_argument("--config", default="gates.yaml", help="gate policy file (default gates.yaml)")
+    parser.add_argument("--config", help="gate policy file (default: the settings' gates, gates.yaml)")
     parser.add_argument("--store", help="store file (default $KIT_STORE or .kit/evals.duckdb)")
 
 
@@ -22,11 +22,12 @@ def main(args: argparse.Namespace) -> int:
     from kit.errors import KitInputError
     from kit.report.data import gather
     from kit.report.gate import load_policy, verdict
+    from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
 
     try:
-        policy = load_policy(Path(args.config))
+        policy = load_policy(Path(args.config) if args.config else load_settings().gates)
     except KitInputError as e:
         print(f"kit gate: {e}", file=sys.stderr)
         return 2

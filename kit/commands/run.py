@@ -27,17 +27,18 @@ RECORD_BATCH = 64  # results per store write: one syscall per batch, and a crash
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cases", default="golden", metavar="PATH", help="a case file or folder (default: golden)")
+    parser.add_argument("--cases", metavar="PATH", help="a case file or folder (default: the settings' cases, golden)")
     parser.add_argument("--invariants", metavar="FILE", help="invariants file (default: nearest invariants.yaml)")
     parser.add_argument("-k", "--only", action="append", metavar="GLOB", help="run only cases whose id matches")
     parser.add_argument("--runs", type=int, metavar="N", help="runs per case (default: each case's `runs`)")
-    parser.add_argument("--agent", metavar="MODULE:CALLABLE", help="your agent (default: the reference agent)")
+    parser.add_argument(
+        "--agent", metavar="MODULE:CALLABLE", help="your agent (default: the settings' agent, else the reference agent)"
+    )
     parser.add_argument("--variant", metavar="NAME", help="a fault variant of the reference agent")
     parser.add_argument(
         "--policy",
-        default="deterministic",
         choices=("deterministic", "model"),
-        help="the reference agent's policy (default: deterministic)",
+        help="the reference agent's policy (default: the settings' agent_policy, deterministic)",
     )
     tapes = parser.add_mutually_exclusive_group()
     tapes.add_argument(
@@ -48,7 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="tools answer from recorded cassettes DIR/<case_id>.json (default DIR: golden/cassettes)",
     )
     tapes.add_argument("--record", metavar="DIR", help="record each case's first run to DIR/<case_id>.json")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per run (default 60)")
+    parser.add_argument(
+        "--timeout", type=float, metavar="S", help="seconds per run (default: the settings' agent_timeout, 60)"
+    )
     parser.add_argument("--workers", type=int, metavar="N", help="parallel runs (default: the CPUs available)")
     parser.add_argument(
         "--pool",
@@ -78,10 +81,45 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        return _main(args)
+        return _main(_with_settings(args))
     except KitInputError as e:
         print(f"kit run: {e}", file=sys.stderr)
         return 2
+
+
+def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
+    """The command line over the settings ([tool.kit], KIT_* variables): what was not given comes from them.
+    A variant or policy from the settings drives the reference agent only; a given agent takes precedence."""
+    from kit.settings import load_settings
+
+    settings = load_settings(
+        {
+            "agent": args.agent,
+            "cases": args.cases,
+            "invariants": args.invariants,
+            "variant": args.variant,
+            "agent_policy": args.policy,
+            "agent_timeout": args.timeout,
+            "run_id": args.run_id,
+            "store": args.store,
+        }
+    )
+    given = vars(args).copy()
+    given.update(
+        cases=str(settings.cases),
+        invariants=str(settings.invariants) if settings.invariants else None,
+        agent=settings.agent,
+        timeout=settings.agent_timeout,
+        run_id=settings.run_id,
+        store=str(settings.store),
+    )
+    if settings.agent:
+        # Settings' variant/policy belong to the reference agent: ignore them for a plug-in agent unless
+        # given on this command line (which is an error, said by _agent).
+        given.update(variant=args.variant, policy=args.policy or "deterministic")
+    else:
+        given.update(variant=settings.variant, policy=settings.agent_policy)
+    return argparse.Namespace(**given)
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -110,7 +148,7 @@ def _main(args: argparse.Namespace) -> int:
     agent = _agent(args)
 
     jobs = plan(cases, args.runs)
-    run_id = args.run_id or os.environ.get("KIT_RUN_ID") or _new_run_id()
+    run_id = args.run_id or _new_run_id()
     run_row = {
         "run_id": run_id,
         "source": "kit",

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
-
 from kit.store import Store
 from kit.store import queries as q
 
@@ -21,24 +19,14 @@ class ReportData:
     totals: dict[str, Any]
     suite_pass_hat_k: dict[int, float]
     recent: list[dict[str, Any]]
-    comparison: q.Comparison | None  # the previous run of the same source against this one
-
-
-def previous_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
-    row = con.execute(
-        """SELECT p.run_id FROM runs p, runs r WHERE r.run_id = ? AND p.source = r.source
-             AND (p.started_at, p.run_id) < (r.started_at, r.run_id)
-           ORDER BY p.started_at DESC, p.run_id DESC LIMIT 1""",
-        [run_id],
-    ).fetchone()
-    return None if row is None else str(row[0])
+    comparison: q.Comparison | None  # the baseline run (queries.baseline_run) against this one
 
 
 def gather(store: Store, ref: str = "latest", *, k: int = 2, source: str | None = None, recent: int = 20) -> ReportData:
     with store.connect() as con:
         run_id = q.resolve_run(con, ref, source)
         run = q.run_info(con, run_id)
-        prev = previous_of(con, run_id)
+        prev = q.baseline_run(con, run_id)
         return ReportData(
             run=run,
             k=k,

@@ -1,9 +1,14 @@
-"""The gate verdict: which rules of gates.yaml the gated run breaks. Pure over the store's answers."""
+"""The gate policy (gates.yaml) and its verdict: which rules a run breaks. Pure over the store's answers.
+
+One module for every front end: `kit gate`, `make evals` and the DeepEval session's end-of-run floors.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -58,6 +63,59 @@ def load_policy(path: Path) -> GatePolicy:
         raise KitInputError(f"{where}: {msg}", file=str(path)) from None
 
 
+@dataclass(frozen=True)
+class SoftFloor:
+    """A soft gate's pass rate over a run against its floor. The rate counts the verdicts given (pass,
+    fail, error); a skipped verdict counts against it only under `soft: {skipped: fail}`. No verdict
+    given: no rate, neither pass nor fail."""
+
+    rubric: str
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    floor: float
+    skipped_fails: bool = False
+
+    @property
+    def judged(self) -> int:
+        return self.passed + self.failed + self.errors + (self.skipped if self.skipped_fails else 0)
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.judged if self.judged else None
+
+    @property
+    def below_floor(self) -> bool:
+        return self.rate is not None and self.rate < self.floor
+
+    def line(self) -> str:
+        if self.rate is None:
+            return f"{self.rubric}: skipped on all {self.skipped} runs (not a pass)"
+        state = "BELOW FLOOR" if self.below_floor else "ok"
+        extra = f", {self.errors} judge errors" if self.errors else ""
+        extra += f", {self.skipped} skipped" if self.skipped else ""
+        return (
+            f"{self.rubric}: {self.passed}/{self.judged} passed ({self.rate:.0%}) floor {self.floor:.0%} {state}{extra}"
+        )
+
+
+def soft_floors(rows: Iterable[Mapping[str, Any]], policy: GatePolicy) -> list[SoftFloor]:
+    """The soft gates of a run (rows of `queries.soft_gates`) against the policy's floors."""
+    return [
+        SoftFloor(
+            rubric=r["check"],
+            passed=int(r["passed"]),
+            failed=int(r["failed"]),
+            errors=int(r["errors"]),
+            skipped=int(r["skipped"]),
+            floor=policy.soft.floors.get(r["check"], policy.soft.default_floor),
+            skipped_fails=policy.soft.skipped == "fail",
+        )
+        for r in rows
+    ]
+
+
 def verdict(
     data: ReportData,
     policy: GatePolicy,
@@ -78,17 +136,13 @@ def verdict(
             f["outcome"] == "error" and policy.hard.fail_on_error
         ):
             fails.append(f"hard {f['outcome']}: case {f['case_id']} check {f['check']} ({f['times']}x): {f['reason']}")
-    for s in data.soft:
-        floor = policy.soft.floors.get(s["check"], policy.soft.default_floor)
-        rate = s["pass_rate"]
-        if policy.soft.skipped == "fail" and s["skipped"]:
-            rate = s["passed"] / s["n"]
-        if rate is None:
-            notes.append(f"soft gate {s['check']}: every verdict skipped ({s['skipped']}), no pass rate")
-        elif rate < floor:
+    for f in soft_floors(data.soft, policy):
+        if f.rate is None:
+            notes.append(f"soft gate {f.rubric}: every verdict skipped ({f.skipped}), no pass rate")
+        elif f.below_floor:
             fails.append(
-                f"soft gate {s['check']}: pass rate {rate:.2f} under its floor {floor:.2f} "
-                f"({s['passed']} pass, {s['failed']} fail, {s['errors']} error, {s['skipped']} skipped)"
+                f"soft gate {f.rubric}: pass rate {f.rate:.2f} under its floor {f.floor:.2f} "
+                f"({f.passed} pass, {f.failed} fail, {f.errors} error, {f.skipped} skipped)"
             )
     if baseline_soft is not None and policy.baseline.soft_max_drop is not None:
         before = {b["check"]: b["pass_rate"] for b in baseline_soft if b["pass_rate"] is not None}

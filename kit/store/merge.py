@@ -11,10 +11,14 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
+from kit.store.schema import columns
 from kit.store.spool import SUFFIX, identity_of_spool, is_alive
+
+CHECK_FIELDS = tuple((c, t) for c, t in columns("check_results") if c not in ("run_id", "case_id", "attempt"))
 
 # Every key any event may carry, with its type: DuckDB reads all spool lines in one pass with this.
 EVENT_COLUMNS = {
@@ -41,7 +45,8 @@ EVENT_COLUMNS = {
     "cost_usd": "DOUBLE",
     "latency_ms": "DOUBLE",
     "trace": "JSON",
-    "checks": 'STRUCT("check" VARCHAR, gate VARCHAR, outcome VARCHAR, score DOUBLE, reason VARCHAR)[]',
+    # A case event's check rows (kit.store.rows.case_rows), keyed by the event's run, case and attempt.
+    "checks": "STRUCT(" + ", ".join(f'"{c}" {t}' for c, t in CHECK_FIELDS) + ")[]",
     "check": "VARCHAR",
     "gate": "VARCHAR",
     "score": "DOUBLE",
@@ -66,8 +71,8 @@ _APPLY = (
                                  trace, outcome, error)
        SELECT run_id, case_id, attempt, passed, steps, tokens, cost_usd, latency_ms, trace, outcome, error
        FROM ev WHERE t = 'case'""",
-    """INSERT INTO check_results (run_id, case_id, attempt, "check", gate, outcome, score, reason)
-       SELECT run_id, case_id, attempt, c."check", c.gate, c.outcome, c.score, c.reason
+    """INSERT INTO check_results BY NAME
+       SELECT run_id, case_id, attempt, unnest(c)
        FROM (SELECT run_id, case_id, attempt, unnest(checks) AS c FROM ev WHERE t IN ('case', 'case_soft'))""",
     """INSERT INTO check_results (run_id, case_id, attempt, "check", gate, outcome, score, reason, threshold)
        SELECT run_id, case_id, attempt, "check", coalesce(gate, 'soft'), outcome, score, reason, threshold
@@ -171,3 +176,35 @@ def _mark_orphans(con: duckdb.DuckDBPyConnection) -> bool:
     if dead:
         con.executemany("UPDATE runs SET status = 'incomplete' WHERE run_id = ?", [[r] for r in dead])
     return bool(dead)
+
+
+def import_runs(store: Any, other: Path) -> int:
+    """Copy into `store` the runs of another store file (say the base branch's) that it lacks, with their
+    case and check results; returns how many runs were copied. Copying twice copies nothing."""
+    with store.connect() as con:
+        con.execute(f"ATTACH {_sql_str(str(other))} AS base (READ_ONLY)")
+        try:
+            new = [r[0] for r in con.execute("SELECT run_id FROM base.runs EXCEPT SELECT run_id FROM runs").fetchall()]
+            for table in ("runs", "case_results", "check_results", "judge_calls"):
+                # Only the columns both stores have: the other one may be of an older schema version.
+                cols = con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'base' "
+                    "AND table_name = ? INTERSECT SELECT column_name FROM information_schema.columns "
+                    "WHERE table_catalog <> 'base' AND table_name = ?",
+                    [table, table],
+                ).fetchall()
+                if not cols:  # a table the other store's schema version does not have
+                    continue
+                names = ", ".join(f'"{c}"' for (c,) in sorted(cols))
+                con.execute(
+                    f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
+                    "WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [new],
+                )
+            return len(new)
+        finally:
+            con.execute("DETACH base")
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"

@@ -210,3 +210,102 @@ def compare(con: duckdb.DuckDBPyConnection, a: str, b: str) -> Comparison:
         only_a=sorted(fa.keys() - fb.keys()),
         only_b=sorted(fb.keys() - fa.keys()),
     )
+
+
+def is_control(run: dict[str, Any]) -> bool:
+    """A deliberately vulnerable target (model or agent labelled `control-…`): it must fail, which its own
+    stage checks, so it is shown apart, never gated and never a baseline."""
+    return str(run.get("model") or "").startswith("control-") or str(run.get("agent") or "").startswith("control-")
+
+
+def baseline_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The run a run is compared with (`kit report`'s comparison, `make evals`' flips and gate): the latest
+    earlier complete run of the same source and agent, never a control. The model may differ: what
+    flipped between models is exactly the question."""
+    row = con.execute(
+        """SELECT p.run_id FROM runs p, runs r
+           WHERE r.run_id = ? AND p.source = r.source AND coalesce(p.agent, '') = coalesce(r.agent, '')
+             AND (p.started_at, p.run_id) < (r.started_at, r.run_id)
+             AND coalesce(p.status, 'complete') = 'complete'
+             AND NOT starts_with(coalesce(p.model, ''), 'control-')
+             AND NOT starts_with(coalesce(p.agent, ''), 'control-')
+           ORDER BY p.started_at DESC, p.run_id DESC LIMIT 1""",
+        [run_id],
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def run_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+
+
+def runs_since(con: duckdb.DuckDBPyConnection, before: set[str]) -> list[dict[str, Any]]:
+    """The runs not in `before` (the runs one invocation wrote), oldest first, with case-run counts.
+    Merged shards keep their own, earlier, start times, hence a set rather than a time."""
+    return _rows(
+        con,
+        """SELECT r.run_id, r.source, r.status, r.agent, r.model, r.started_at,
+                  count(c.run_id) AS runs, count_if(c.passed) AS passed, count(DISTINCT c.case_id) AS cases
+           FROM runs r LEFT JOIN case_results c USING (run_id)
+           WHERE r.run_id NOT IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY r.started_at, r.run_id""",
+        [sorted(before)],
+    )
+
+
+def gate_counts(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
+    """Check results per source, gate and outcome over several runs."""
+    return _rows(
+        con,
+        """SELECT r.source, k.gate, k.outcome, count(*) AS n
+           FROM check_results k JOIN runs r USING (run_id)
+           WHERE k.run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY ALL""",
+        [run_ids],
+    )
+
+
+def case_matrix(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
+    """case id -> source -> (passed, runs) over several runs; red-team cases left out (their own stage)."""
+    rows = _rows(
+        con,
+        """SELECT c.case_id, r.source AS src, count(*) AS n, count_if(c.passed) AS c
+           FROM case_results c JOIN runs r USING (run_id)
+           WHERE c.run_id IN (SELECT unnest(?::VARCHAR[])) AND NOT starts_with(c.case_id, 'redteam/')
+           GROUP BY ALL""",
+        [run_ids],
+    )
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for r in rows:
+        out.setdefault(r["case_id"], {})[r["src"]] = (r["c"], r["n"])
+    return out
+
+
+def failing_checks_of_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
+    """Failing and erroring checks (both gates) over several runs, per source, case and check."""
+    return _rows(
+        con,
+        """SELECT r.source, k.case_id, k."check", k.gate, k.outcome, any_value(k.reason) AS reason, count(*) AS n
+           FROM check_results k JOIN runs r USING (run_id)
+           WHERE k.run_id IN (SELECT unnest(?::VARCHAR[])) AND k.outcome IN ('fail', 'error')
+           GROUP BY ALL ORDER BY r.source, k.case_id, k."check" """,
+        [run_ids],
+    )
+
+
+def case_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """Every case run of a run, with its outcome and latency (what JUnit lists as testcases)."""
+    return _rows(
+        con,
+        """SELECT case_id, attempt, passed, outcome, error, latency_ms FROM case_results
+           WHERE run_id = ? ORDER BY case_id, attempt""",
+        [run_id],
+    )
+
+
+def unpassed_checks(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """Every check result of a run that is not a pass (fail, error, skipped), both gates."""
+    return _rows(
+        con,
+        """SELECT case_id, attempt, "check", gate, outcome, reason FROM check_results
+           WHERE run_id = ? AND outcome <> 'pass' ORDER BY case_id, attempt, "check" """,
+        [run_id],
+    )

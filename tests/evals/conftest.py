@@ -24,6 +24,7 @@ from deepeval.utils import get_is_running_deepeval  # noqa: E402
 
 from kit.judge import judge_config  # noqa: E402
 from kit.report.gate import load_policy  # noqa: E402
+from kit.settings import load_settings  # noqa: E402
 from kit_deepeval.deepeval_io import pin_deepeval_io  # noqa: E402
 from kit_deepeval.runner import agent_name, variant  # noqa: E402
 from kit_deepeval.session import EvalSession  # noqa: E402
@@ -41,7 +42,7 @@ def _distributed(config: pytest.Config) -> bool:
 
 
 def gates_file() -> Path:
-    return Path(os.environ.get("KIT_GATES") or "gates.yaml")
+    return load_settings().gates
 
 
 def _silence_started_telemetry() -> None:
@@ -60,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "deepeval",
         worker=_is_worker(config),
         agent=agent_name(),
-        model=os.environ.get("KIT_AGENT_MODEL") or None,
+        model=load_settings().agent_model,
         meta={
             "variant": variant(),
             "judge": judge.describe() if judge else None,

@@ -1,0 +1,5 @@
+import sys
+
+from kit.pipeline.evals import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""`make evals`: every stage on the golden set into one store, then one summary, an HTML report, JUnit
+XML, a comparison with the baseline and the gate's verdict on each run this invocation wrote."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kit.errors import KitInputError
+from kit.pipeline.stages import PROMPTFOO_OUT, Stage, StageResult, kit_command, run_stage, stages
+from kit.pipeline.summary import Collected, collect, summary_text
+from kit.report import junit
+from kit.settings import Settings, load_settings
+from kit.store import Store, open_store
+from kit.store import queries as q
+from kit.store.merge import import_runs
+
+OUT = Path(".kit")
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="make evals", description=__doc__)
+    parser.add_argument("--agent", help="your agent, module:callable, for every stage (default: the reference agent)")
+    parser.add_argument("--variant", help="a fault variant of the reference agent")
+    parser.add_argument("--cases", type=Path, help="a case file or folder (default: the settings' cases)")
+    parser.add_argument("--only", nargs="*", help="run only these stages")
+    parser.add_argument("--shards", type=Path, help="merge these CI shard results instead of running the kit stage")
+    parser.add_argument("--baseline-store", type=Path, help="a store from the base branch, to compare against")
+    parser.add_argument("--out", type=Path, default=OUT, help="where the summary, reports and logs go (.kit)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        settings = load_settings({"agent": args.agent, "variant": args.variant, "cases": args.cases})
+    except KitInputError as e:
+        print(f"make evals: {e}", file=sys.stderr)
+        return 2
+    chosen = [s for s in stages(settings, args.shards) if not args.only or s.name in args.only]
+    return evaluate(settings, chosen, args.out, baseline_store=args.baseline_store)
+
+
+def stage_env(settings: Settings) -> dict[str, str]:
+    """The environment of the tools' own commands: the settings as KIT_* variables (DeepEval's and
+    Promptfoo's adapters read them), each tool starting a run of its own, nothing leaving the machine."""
+    env = {k: v for k, v in os.environ.items() if k != "KIT_RUN_ID"}
+    env.update(settings.env())
+    env.pop("KIT_RUN_ID", None)  # one run id for all stages would merge their runs
+    env.update(
+        {"DEEPEVAL_TELEMETRY_OPT_OUT": "1", "DEEPEVAL_UPDATE_WARNING_OPT_IN": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    )
+    return env
+
+
+def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_store: Path | None = None) -> int:
+    """Run the stages, then summarise and gate what they wrote. 0 when every gated run passes its gate
+    and no stage broke (exited non-zero without writing a run), else 1."""
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    PROMPTFOO_OUT.mkdir(parents=True, exist_ok=True)
+    store = open_store(settings.store)
+    if baseline_store and baseline_store.is_file():
+        print(f"==> baseline: {import_runs(store, baseline_store)} runs copied from {baseline_store}")
+    with store.connect() as con:
+        before = q.run_ids(con)
+
+    env = stage_env(settings)
+    results = [run_stage(s, env, logs) for s in chosen]
+
+    with store.connect() as con:
+        data = collect(con, before)
+        suites = [
+            junit.SuiteRows(r, q.case_runs(con, r["run_id"]), q.unpassed_checks(con, r["run_id"])) for r in data.runs
+        ]
+        baselines = {r["run_id"]: q.baseline_run(con, r["run_id"]) for r in data.runs}
+    (out / "junit.xml").write_text(junit.render(suites))
+    text = summary_text(data, results)
+    print(text)
+    (out / "summary.txt").write_text(text)
+    _report(store, data, baselines, out)
+    verdicts = [_gate(store, r["run_id"], baselines[r["run_id"]]) for r in data.gated]
+    broken = _broken(results, data)
+    if broken:
+        print(f"make evals: stage(s) {', '.join(broken)} failed without results; see {logs}/", file=sys.stderr)
+    if not data.runs:
+        print("make evals: no run reached the store", file=sys.stderr)
+    ok = bool(data.runs) and not broken and all(v == 0 for v in verdicts)
+    print("make evals: PASSED" if ok else "make evals: FAILED")
+    return 0 if ok else 1
+
+
+def _report(store: Store, data: Collected, baselines: dict[str, str | None], out: Path) -> None:
+    """The HTML report of the kit's run and its comparison with the baseline (for a PR comment)."""
+    kit_run = next((r["run_id"] for r in reversed(data.runs) if r["source"] == "kit"), None)
+    if not kit_run:
+        return
+    where = ["--store", str(store.path)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        kit_command("report", ["--run", kit_run, "--html", str(out / "report.html"), *where])()
+    print(f"HTML report: {out / 'report.html'}; JUnit XML: {out / 'junit.xml'}")
+    base = baselines.get(kit_run)
+    if base:
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            kit_command("compare", [base, kit_run, *where])()
+        (out / "compare.md").write_text(f"### Evals: comparison with the previous run\n\n```\n{text.getvalue()}```\n")
+
+
+def _gate(store: Store, run_id: str, baseline: str | None) -> int:
+    argv = ["--run", run_id, "--store", str(store.path)] + (["--baseline", baseline] if baseline else [])
+    return kit_command("gate", argv)()
+
+
+def _broken(results: list[StageResult], data: Collected) -> list[str]:
+    """A stage that exited non-zero without writing a run is broken, not merely failing: it fails the build."""
+    wrote = {r["source"] for r in data.runs}
+    return [r.stage.name for r in results if r.code != 0 and (r.stage.source is None or r.stage.source not in wrote)]

@@ -1,0 +1,86 @@
+"""The summary `make evals` prints: stages, runs per source, checks per gate, the case matrix and the
+failing checks. Pure over the store's answers (kit.store.queries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kit.pipeline.stages import StageResult
+from kit.store import queries as q
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What one invocation wrote to the store, read back in one session."""
+
+    runs: list[dict[str, Any]]  # every new run, controls included
+    gates: list[dict[str, Any]]  # check counts per source and gate; these and below: gated runs only
+    matrix: dict[str, dict[str, tuple[int, int]]]
+    failing: list[dict[str, Any]]
+
+    @property
+    def gated(self) -> list[dict[str, Any]]:
+        return [r for r in self.runs if not q.is_control(r)]
+
+
+def collect(con: Any, before: set[str]) -> Collected:
+    runs = q.runs_since(con, before)
+    gated = [r["run_id"] for r in runs if not q.is_control(r)]
+    return Collected(runs, q.gate_counts(con, gated), q.case_matrix(con, gated), q.failing_checks_of_runs(con, gated))
+
+
+def summary_text(data: Collected, results: list[StageResult]) -> str:
+    lines = ["", "== stages"]
+    for r in results:
+        lines.append(f"  {r.stage.name:<10} exit {r.code:<4} {r.seconds:>7.1f} s   {r.stage.note}")
+    lines.append(f"  {'total':<10} {'':<9} {sum(r.seconds for r in results):>7.1f} s")
+    lines.append("\n== runs (per source)")
+    for r in data.runs:
+        rate = f"{r['passed'] / r['runs']:.0%}" if r["runs"] else "-"
+        role = "  CONTROL: must fail, not gated" if q.is_control(r) else ""
+        lines.append(
+            f"  {r['source']:<10} {r['run_id']:<34} {r['status'] or '':<10} "
+            f"{r['passed']}/{r['runs']} case runs passed ({rate}), {r['cases']} cases  "
+            f"[{r['model'] or r['agent'] or ''}]{role}"
+        )
+    lines.append("\n== checks (per source and gate)")
+    table: dict[tuple[str, str], dict[str, int]] = {}
+    for g in data.gates:
+        table.setdefault((g["source"], g["gate"]), {})[g["outcome"]] = g["n"]
+    for (src, gate), counts in sorted(table.items()):
+        shown = ", ".join(f"{counts.get(o, 0)} {o}" for o in ("pass", "fail", "error", "skipped") if counts.get(o))
+        lines.append(f"  {src:<10} {gate:<5} {shown}")
+    matrix = data.matrix
+    sources = sorted({s for per in matrix.values() for s in per})
+    lines.append("\n== cases (passed/runs per source)")
+    lines.append("  " + f"{'case':<40}" + "".join(f"{s:>20}" for s in sources))
+    for case_id in sorted(matrix):
+        cells = []
+        for s in sources:
+            c_n = matrix[case_id].get(s)
+            cells.append(f"{'-' if c_n is None else f'{c_n[0]}/{c_n[1]}' + ('' if c_n[0] == c_n[1] else ' !'):>20}")
+        lines.append("  " + f"{case_id[:40]:<40}" + "".join(cells))
+    if data.failing:
+        lines += _failing(data.failing)
+    return "\n".join(lines) + "\n"
+
+
+def _failing(failing: list[dict[str, Any]]) -> list[str]:
+    by_check: dict[str, dict[str, set[str]]] = {}
+    for f in failing:
+        by_check.setdefault(f["check"], {}).setdefault(f["source"], set()).add(f["case_id"])
+    lines = ["\n== failing checks by name (the faults they catch)"]
+    ranked = sorted(by_check.items(), key=lambda kv: -sum(len(c) for c in kv[1].values()))
+    for check, per_source in ranked:
+        shown = ", ".join(f"{src} {len(cases)} cases" for src, cases in sorted(per_source.items()))
+        lines.append(f"  {check:<44} {shown}")
+    lines.append("\n== failing checks")
+    for f in failing[:60]:
+        lines.append(
+            f"  {f['source']:<10} {f['case_id']:<34} {f['gate']} {f['outcome']}: {f['check']}: "
+            f"{str(f['reason'])[:140]} (x{f['n']})"
+        )
+    if len(failing) > 60:
+        lines.append(f"  ... and {len(failing) - 60} more (kit report --run ID)")
+    return lines
