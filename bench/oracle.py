@@ -165,7 +165,7 @@ def main() -> None:
     print(f"{'check':<16}{'median µs':>12}   (50-span trace, 24 tool calls, {n} runs each, warm trace)")
     fast = []
     for spec in case.checks:
-        us = median_us(lambda spec=spec: run_check(spec, trace, case), n if spec.type != "end_state" else 200)
+        us = median_us(lambda spec=spec: run_check(spec, trace), n if spec.type != "end_state" else 200)
         if spec.type not in ("end_state", "schema"):
             fast.append(us)
         print(f"{spec.type:<16}{us:>12.2f}")
@@ -178,7 +178,7 @@ def main() -> None:
     )
     trajectory = next(s for s in case.checks if s.type == "trajectory")
     args_spec = next(s for s in case.checks if s.type == "args")
-    kit_tool_us = median_us(lambda: (run_check(trajectory, trace, case), run_check(args_spec, trace, case)), n)
+    kit_tool_us = median_us(lambda: (run_check(trajectory, trace), run_check(args_spec, trace)), n)
     de_us = deepeval_tool_correctness_us(raw, 500)
     print(f"\nkit trajectory+args          {kit_tool_us:>10.2f} µs")
     print(f"DeepEval ToolCorrectnessMetric {de_us:>8.2f} µs   ({de_us / kit_tool_us:.0f}x slower; target >= 10x)")

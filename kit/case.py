@@ -1,16 +1,17 @@
-"""Golden cases (contract in DESIGN.md): loaded from YAML with a safe loader, their checks validated and
+"""Golden cases (contract in docs/CONTRACT.md): loaded from YAML with a safe loader, their checks validated and
 compiled once, named invariants expanded into checks."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kit.errors import KitInputError, first_error
+from kit.checks import REGISTRY
+from kit.errors import KitInputError, describe_errors
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -21,13 +22,19 @@ NOT_CASE_DIRS = {"fixtures", "cassettes", "traces", "schemas"}
 
 @dataclass(frozen=True, slots=True)
 class CheckSpec:
-    """One check of a case, its parameters validated and compiled."""
+    """One check of a case, its parameters validated and compiled. `label` is the name of its result,
+    computed once here: the `name:` the case gives, else the check type and its subject."""
 
     type: str
     params: dict[str, Any]
     label: str
     invariant: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def named(self) -> bool:
+        """The case gave this check its name."""
+        return self.raw.get("name") is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +90,6 @@ def parse_check(
     invariant: str | None = None,
 ) -> CheckSpec:
     """A CheckSpec from `{type: ..., name?: ..., **params}`, or KitInputError naming file, case and check."""
-    from kit.checks import REGISTRY
-
     where = f"#{index + 1}" + (f" of invariant {invariant!r}" if invariant else "")
     if not isinstance(raw, dict):
         raise KitInputError(f"a check must be a mapping, got {type(raw).__name__}", file=file, case=case, check=where)
@@ -162,8 +167,7 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
     try:
         m = _CaseModel.model_validate(raw)
     except ValidationError as e:
-        loc, text, kind = first_error(e)
-        msg = f"missing field {loc!r}" if kind == "missing" else f"field {loc!r}: {text}"
+        msg = describe_errors(e, "field", limit=1)
         raise KitInputError(msg, file=file, case=str(case_id) if case_id else None) from None
     checks = [parse_check(c, file=file, case=m.id, index=i, base_dir=base_dir) for i, c in enumerate(m.checks)]
     for name in m.invariants:
@@ -182,7 +186,7 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
     return Case(
         id=m.id,
         input=m.input,
-        checks=tuple(checks),
+        checks=unique_labels(checks, file=file, case=m.id),
         reference=m.reference,
         runs=m.runs,
         invariants=tuple(m.invariants),
@@ -192,6 +196,47 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
         file=file,
         extra=dict(m.model_extra or {}),
     )
+
+
+def unique_labels(checks: list[CheckSpec], *, file: str | None, case: str | None) -> tuple[CheckSpec, ...]:
+    """The checks with one result name each, unique within the case: a name the case gives is kept as
+    given (two equal given names are an error); a computed name seen before gets `#2`, `#3`, ..."""
+    given: dict[str, int] = {}
+    for i, spec in enumerate(checks):
+        if not spec.named:
+            continue
+        if spec.label in given:
+            first = given[spec.label]
+            raise KitInputError(
+                f"duplicate check name {spec.label!r} (also check {_where(checks, first)})",
+                file=file,
+                case=case,
+                check=_where(checks, i),
+            )
+        given[spec.label] = i
+    taken = set(given)
+    out: list[CheckSpec] = []
+    for spec in checks:
+        if not spec.named:
+            label, n = spec.label, 1
+            while label in taken:
+                n += 1
+                label = f"{spec.label}#{n}"
+            taken.add(label)
+            if label != spec.label:
+                spec = replace(spec, label=label)
+        out.append(spec)
+    return tuple(out)
+
+
+def _where(checks: list[CheckSpec], i: int) -> str:
+    """How an error names check i of a case's list: its place among the case's own checks or its invariant's."""
+    spec = checks[i]
+    if spec.invariant is None:
+        return f"#{i + 1} ({spec.type})"
+    bundle = [c for c in checks if c.invariant == spec.invariant]
+    place = next(k for k, c in enumerate(bundle, 1) if c is spec)
+    return f"#{place} of invariant {spec.invariant!r} ({spec.type})"
 
 
 def _case_docs(docs: list[Any]) -> list[Any]:

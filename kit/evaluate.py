@@ -1,26 +1,36 @@
-"""Evaluation: every check of a case on one trace. A check that raises is an `error`, never a pass."""
+"""Evaluation: every check of a case on one trace. The runner, not the check, names each result (from its
+CheckSpec). A check that raises is an `error` that keeps its traceback, never a pass."""
 
 from __future__ import annotations
 
+import traceback
+
 from kit.case import Case, CheckSpec
 from kit.checks import REGISTRY
-from kit.result import CaseRun, Result
+from kit.result import CaseRun, Result, Verdict
 from kit.trace import Trace
 
 
-def run_check(spec: CheckSpec, trace: Trace, case: Case) -> Result:
+def run_check(spec: CheckSpec, trace: Trace) -> Result:
     try:
-        result = REGISTRY[spec.type].fn(trace, case, **spec.params)
+        verdict = REGISTRY[spec.type].fn(trace, **spec.params)
     except Exception as e:  # a crashing check must be visible as an error, not a pass or a crash
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return Result(spec.label, False, f"check raised {type(e).__name__}: {first_line}", error=True)
-    if result.name != spec.label:  # a `name:` given in the case wins
-        result = Result(spec.label, result.passed, result.reason, result.error, result.score)
-    return result
+        text = str(e).strip()
+        first_line = text.splitlines()[0] if text else ""
+        return Result(
+            spec.label,
+            False,
+            f"check raised {type(e).__name__}: {first_line}",
+            error=True,
+            traceback=traceback.format_exc(),
+        )
+    if not isinstance(verdict, Verdict):
+        return Result(spec.label, False, f"check returned {type(verdict).__name__}, not a Verdict", error=True)
+    return Result(spec.label, verdict.passed, verdict.reason, score=verdict.score)
 
 
 def evaluate(trace: Trace, case: Case, *, run_id: str | None = None) -> CaseRun:
-    results = tuple(run_check(spec, trace, case) for spec in case.checks)
+    results = tuple(run_check(spec, trace) for spec in case.checks)
     return CaseRun(
         case_id=case.id,
         attempt=trace.attempt,

@@ -1,4 +1,4 @@
-"""Immutable results: one check's verdict, and one run of one case."""
+"""Immutable results: a check's verdict, the named result the runner makes of it, and one run of one case."""
 
 from __future__ import annotations
 
@@ -9,14 +9,25 @@ Outcome = Literal["pass", "fail", "error", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a check function returns: pass or fail and why. The runner names it (see `Result`)."""
+
+    passed: bool
+    reason: str = ""
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
-    """A check's verdict. `error` marks a check that could not decide (it raised): never a pass."""
+    """A named verdict. `error` marks a check that could not decide (it raised): never a pass. An error
+    keeps the check's formatted traceback apart from its one-line reason."""
 
     name: str
     passed: bool
     reason: str = ""
     error: bool = False
     score: float | None = None
+    traceback: str | None = None
 
     @property
     def outcome(self) -> Outcome:

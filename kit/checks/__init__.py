@@ -1,4 +1,4 @@
-"""The check catalogue of DESIGN.md. Importing this package registers every check."""
+"""The check catalogue (docs/CONTRACT.md). Importing this package registers every check."""
 
 from kit.checks import end_state, output, run_state, tools  # noqa: F401 - registration
 from kit.checks.registry import REGISTRY, CheckDef, check

@@ -11,11 +11,10 @@ import threading
 from typing import Any
 
 from kit.canonical import canonical
-from kit.case import Case
 from kit.checks.params import Sql
 from kit.checks.registry import check
 from kit.checks.text import short
-from kit.result import Result
+from kit.result import Verdict
 from kit.trace import Trace
 
 
@@ -152,18 +151,17 @@ def _validate(params: dict[str, Any]) -> None:
 @check("end_state", validate=_validate)
 def end_state(
     trace: Trace,
-    case: Case,
     *,
     query: Sql,
     expected: list[list[Any]] | None = None,
     empty: bool = False,
     ordered: bool = False,
-) -> Result:
+) -> Verdict:
     rows = [_plain(list(r)) for r in _SANDBOX.query(trace, query.source)]
     if empty:
         if not rows:
-            return Result("end_state", True)
-        return Result("end_state", False, f"query returned {len(rows)} rows, want none: {short(str(rows))}")
+            return Verdict(True)
+        return Verdict(False, f"query returned {len(rows)} rows, want none: {short(str(rows))}")
     assert expected is not None
     got_keys = [canonical(r) for r in rows]
     want_keys = [canonical(r) for r in expected]
@@ -171,5 +169,5 @@ def end_state(
         got_keys.sort()
         want_keys.sort()
     if got_keys == want_keys:
-        return Result("end_state", True)
-    return Result("end_state", False, f"query returned {short(str(rows), 160)}, want {short(str(expected), 160)}")
+        return Verdict(True)
+    return Verdict(False, f"query returned {short(str(rows), 160)}, want {short(str(expected), 160)}")

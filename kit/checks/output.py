@@ -7,62 +7,59 @@ import math
 import re
 from typing import Any, Literal
 
-from kit.case import Case
 from kit.checks.params import Pattern, Schema
 from kit.checks.registry import check
 from kit.checks.text import find_pii, normalise_text, numbers_in, short
-from kit.result import Result
+from kit.result import Verdict
 from kit.trace import Trace
 
 
 @check("exact")
-def exact(trace: Trace, case: Case, *, expected: str | int | float, normalise: bool = True) -> Result:
+def exact(trace: Trace, *, expected: str | int | float, normalise: bool = True) -> Verdict:
     want = str(expected)
     got = trace.output
     ok = normalise_text(got) == normalise_text(want) if normalise else got == want
-    return Result("exact", ok, "" if ok else f"output {short(got)!r}, want {short(want)!r}")
+    return Verdict(ok, "" if ok else f"output {short(got)!r}, want {short(want)!r}")
 
 
 @check("number")
-def number(trace: Trace, case: Case, *, expected: float, tol: float = 1e-9, rel: float | None = None) -> Result:
+def number(trace: Trace, *, expected: float, tol: float = 1e-9, rel: float | None = None) -> Verdict:
     found = numbers_in(trace.output)
     if len(found) != 1:
         shown = ", ".join(f"{n:g}" for n in found[:5])
-        return Result("number", False, f"output holds {len(found)} numbers ({shown}), want exactly one")
+        return Verdict(False, f"output holds {len(found)} numbers ({shown}), want exactly one")
     got = found[0]
     ok = math.isclose(got, expected, rel_tol=rel or 0.0, abs_tol=tol)
-    return Result("number", ok, f"got {got:g}, want {expected:g}" + ("" if ok else f" (tol {tol:g})"))
+    return Verdict(ok, f"got {got:g}, want {expected:g}" + ("" if ok else f" (tol {tol:g})"))
 
 
 @check("contains")
-def contains(trace: Trace, case: Case, *, text: str | list[str], all: bool = True) -> Result:
+def contains(trace: Trace, *, text: str | list[str], all: bool = True) -> Verdict:
     texts = [text] if isinstance(text, str) else text
     out = normalise_text(trace.output)
     missing = [t for t in texts if normalise_text(t) not in out]
     ok = not missing if all else len(missing) < len(texts)
     if ok:
-        return Result("contains", True)
+        return Verdict(True)
     if all:
-        return Result("contains", False, f"output lacks {', '.join(repr(t) for t in missing)}")
-    return Result("contains", False, f"output holds none of {', '.join(repr(t) for t in texts)}")
+        return Verdict(False, f"output lacks {', '.join(repr(t) for t in missing)}")
+    return Verdict(False, f"output holds none of {', '.join(repr(t) for t in texts)}")
 
 
 @check("regex", label="regex:{pattern}")
 def regex_check(
     trace: Trace,
-    case: Case,
     *,
     pattern: Pattern,
     present: bool = True,
     target: Literal["output", "tools"] = "output",
-) -> Result:
+) -> Verdict:
     text = trace.output if target == "output" else trace.tools_text
     m = pattern.search(text)
-    name = f"regex:{pattern.source}"
     where = "output" if target == "output" else "tool calls"
     if present:
-        return Result(name, m is not None, "" if m else f"{pattern.source!r} not found in {where}")
-    return Result(name, m is None, "" if m is None else f"{pattern.source!r} found in {where}: {m.group(0)!r}")
+        return Verdict(m is not None, "" if m else f"{pattern.source!r} not found in {where}")
+    return Verdict(m is None, "" if m is None else f"{pattern.source!r} found in {where}: {m.group(0)!r}")
 
 
 PII_KINDS = ("email", "card", "phone", "ssn")
@@ -71,17 +68,16 @@ PII_KINDS = ("email", "card", "phone", "ssn")
 @check("no_pii")
 def no_pii(
     trace: Trace,
-    case: Case,
     *,
     kinds: list[Literal["email", "card", "phone", "ssn"]] = list(PII_KINDS),  # noqa: B006 - never mutated
     allow: list[str] = [],  # noqa: B006
-) -> Result:
+) -> Verdict:
     found = find_pii(trace.output, kinds, allow)
     if not found:
-        return Result("no_pii", True)
+        return Verdict(True)
     shown = ", ".join(f"{kind} {value!r}" for kind, value in found[:3])
     more = f" (+{len(found) - 3} more)" if len(found) > 3 else ""
-    return Result("no_pii", False, f"output leaks {shown}{more}")
+    return Verdict(False, f"output leaks {shown}{more}")
 
 
 def _parse_json_output(trace: Trace) -> tuple[Any, str]:
@@ -95,16 +91,16 @@ def _parse_json_output(trace: Trace) -> tuple[Any, str]:
 
 
 @check("json")
-def json_check(trace: Trace, case: Case, *, keys: list[str] = []) -> Result:  # noqa: B006
+def json_check(trace: Trace, *, keys: list[str] = []) -> Verdict:  # noqa: B006
     data, err = _parse_json_output(trace)
     if err:
-        return Result("json", False, err)
+        return Verdict(False, err)
     if not isinstance(data, dict):
-        return Result("json", False, f"output is JSON {type(data).__name__}, want an object")
+        return Verdict(False, f"output is JSON {type(data).__name__}, want an object")
     missing = [k for k in keys if k not in data]
     if missing:
-        return Result("json", False, f"output JSON lacks keys {missing}")
-    return Result("json", True)
+        return Verdict(False, f"output JSON lacks keys {missing}")
+    return Verdict(True)
 
 
 def _target(v: Any) -> str:
@@ -118,26 +114,25 @@ def _validate_schema_params(params: dict[str, Any]) -> None:
 
 
 @check("schema", label="schema:{target}", validate=_validate_schema_params)
-def schema(trace: Trace, case: Case, *, schema: Schema, target: str = "output") -> Result:
+def schema(trace: Trace, *, schema: Schema, target: str = "output") -> Verdict:
     import fastjsonschema
 
-    name = f"schema:{target}"
     if target == "output":
         data, err = _parse_json_output(trace)
         if err:
-            return Result(name, False, err)
+            return Verdict(False, err)
         try:
             schema.validate(data)
         except fastjsonschema.JsonSchemaValueException as e:
-            return Result(name, False, f"output: {e.message}")
-        return Result(name, True)
+            return Verdict(False, f"output: {e.message}")
+        return Verdict(True)
     tool = target[5:]
     calls = [s for s in trace.tool_calls if s.name == tool]
     if not calls:
-        return Result(name, False, f"{tool} never called")
+        return Verdict(False, f"{tool} never called")
     for i, call in enumerate(calls):
         try:
             schema.validate(call.input)
         except fastjsonschema.JsonSchemaValueException as e:
-            return Result(name, False, f"{tool} call {i + 1} arguments: {e.message}")
-    return Result(name, True)
+            return Verdict(False, f"{tool} call {i + 1} arguments: {e.message}")
+    return Verdict(True)

@@ -1,13 +1,15 @@
 """The check registry: a check is one function and one decorator line.
 
-A check's parameters are its keyword arguments. Their type hints are the parameter schema: the registry
-builds a pydantic model from the signature, so a case's parameters are validated (and regexes, schemas
-and SQL compiled) once, when the case is loaded, never while it runs.
+A check is `fn(trace, **params) -> Verdict`. Its parameters are its keyword arguments, and their type
+hints are the parameter schema: the registry builds a pydantic model from the signature, so a case's
+parameters are validated (and regexes, schemas and SQL compiled) once, when the case is loaded, never
+while it runs. A check does not name its result: the runner does, from the decorator's label.
 """
 
 from __future__ import annotations
 
 import inspect
+import string
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,9 +17,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from kit.result import Result
+from kit.errors import describe_errors
+from kit.result import Verdict
 
-CheckFn = Callable[..., Result]
+CheckFn = Callable[..., Verdict]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,18 +36,28 @@ class CheckDef:
         try:
             model = self.params.model_validate(raw, context=context)
         except ValidationError as e:
-            raise ValueError(_describe(e)) from None
+            raise ValueError(describe_errors(e, "parameter")) from None
         params = {f.alias or name: getattr(model, name) for name, f in self.params.model_fields.items()}
         if self.validate is not None:
             self.validate(params)
         return params
 
     def name_for(self, params: dict[str, Any]) -> str:
-        shown = {k: getattr(v, "source", v) for k, v in params.items()}
+        """The result name: the label with the parameters filled in (lists joined by commas), or the bare
+        type when the label names a parameter the case left unset."""
+        fields = [f for _, f, _, _ in string.Formatter().parse(self.label) if f]
+        if any(params.get(f) is None for f in fields):
+            return self.type
         try:
-            return self.label.format(**shown)
+            return self.label.format(**{k: _shown(v) for k, v in params.items()})
         except (KeyError, IndexError, ValueError):
             return self.type
+
+
+def _shown(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return ",".join(_shown(x) for x in v)
+    return str(getattr(v, "source", v))
 
 
 REGISTRY: dict[str, CheckDef] = {}
@@ -53,7 +66,7 @@ REGISTRY: dict[str, CheckDef] = {}
 def check(
     type_: str, label: str | None = None, validate: Callable[[dict[str, Any]], None] | None = None
 ) -> Callable[[CheckFn], CheckFn]:
-    """Register `fn(trace, case, **params) -> Result` under `type_`."""
+    """Register `fn(trace, **params) -> Verdict` under `type_`; `label` formats the result name."""
 
     def register(fn: CheckFn) -> CheckFn:
         if type_ in REGISTRY:
@@ -67,7 +80,7 @@ def check(
 def _params_model(type_: str, fn: CheckFn) -> type[BaseModel]:
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
-    for name, p in list(inspect.signature(fn).parameters.items())[2:]:  # skip (trace, case)
+    for name, p in list(inspect.signature(fn).parameters.items())[1:]:  # skip the trace
         if p.kind is not inspect.Parameter.KEYWORD_ONLY:
             raise TypeError(f"check {type_}: parameter {name} must be keyword-only")
         default = ... if p.default is inspect.Parameter.empty else p.default
@@ -76,18 +89,3 @@ def _params_model(type_: str, fn: CheckFn) -> type[BaseModel]:
         fields[field_name] = (Annotated[hints[name], Field(alias=name)], default)
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, validate_default=True)
     return create_model(f"{type_}_params", __config__=config, **fields)
-
-
-def _describe(e: ValidationError) -> str:
-    parts = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        if err["type"] == "missing":
-            parts.append(f"missing parameter {loc!r}")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"unknown parameter {loc!r}")
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            parts.append(f"parameter {loc!r}: {msg}" if loc else msg)
-    # Union types report one error per branch; say each problem once.
-    return "; ".join(dict.fromkeys(parts))

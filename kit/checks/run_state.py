@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.case import Case
 from kit.checks.registry import check
-from kit.result import Result
+from kit.result import Verdict
 from kit.trace import Trace
 
 
 @check("finished")
-def finished(trace: Trace, case: Case) -> Result:
+def finished(trace: Trace) -> Verdict:
     if trace.finish_reason == "finish":
-        return Result("finished", True)
+        return Verdict(True)
     how = trace.finish_reason or "no finish_reason"
-    return Result("finished", False, f"run ended by {how}, not by the finish action")
+    return Verdict(False, f"run ended by {how}, not by the finish action")
 
 
 BUDGET_KEYS = ("steps", "tool_calls", "tokens", "cost_usd", "latency_ms")
@@ -29,14 +28,13 @@ def _validate_budget(params: dict[str, Any]) -> None:
 @check("budget", validate=_validate_budget)
 def budget(
     trace: Trace,
-    case: Case,
     *,
     steps: int | None = None,
     tool_calls: int | None = None,
     tokens: int | None = None,
     cost_usd: float | None = None,
     latency_ms: float | None = None,
-) -> Result:
+) -> Verdict:
     limits = {
         "steps": steps,
         "tool_calls": tool_calls,
@@ -56,5 +54,5 @@ def budget(
         else:
             within.append(f"{text} <= {limit:g}")
     if over:
-        return Result("budget", False, "; ".join(over))
-    return Result("budget", True, "; ".join(within))
+        return Verdict(False, "; ".join(over))
+    return Verdict(True, "; ".join(within))

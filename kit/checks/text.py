@@ -9,7 +9,7 @@ _WS = re.compile(r"\s+")
 
 
 def normalise_text(s: str) -> str:
-    """Trim, casefold, and collapse runs of white space to one space (DESIGN.md's normalising)."""
+    """Trim, casefold, and collapse runs of white space to one space (the contract's normalising)."""
     return _WS.sub(" ", s).strip().casefold()
 
 

@@ -8,11 +8,10 @@ from collections import Counter
 from typing import Any, Literal
 
 from kit.canonical import deep_equal, dotted, partial_equal
-from kit.case import Case
 from kit.checks.params import Pattern, ToolSchemas
 from kit.checks.registry import check
 from kit.checks.text import short
-from kit.result import Result
+from kit.result import Verdict
 from kit.trace import Span, Trace
 
 Which = Literal["any", "first", "last", "all"]
@@ -35,34 +34,31 @@ def _times(n: int) -> str:
 
 
 @check("called", label="called:{tool}")
-def called(trace: Trace, case: Case, *, tool: str, min: int = 1) -> Result:
+def called(trace: Trace, *, tool: str, min: int = 1) -> Verdict:
     n = trace.tool_names.count(tool)
-    name = f"called:{tool}"
     if n >= min:
-        return Result(name, True, f"{tool} called {_times(n)}")
+        return Verdict(True, f"{tool} called {_times(n)}")
     if n == 0:
-        return Result(name, False, f"{tool} never called")
-    return Result(name, False, f"{tool} called {_times(n)}, at least {min} required")
+        return Verdict(False, f"{tool} never called")
+    return Verdict(False, f"{tool} called {_times(n)}, at least {min} required")
 
 
 @check("not_called", label="not_called:{tool}")
-def not_called(trace: Trace, case: Case, *, tool: str | list[str]) -> Result:
+def not_called(trace: Trace, *, tool: str | list[str]) -> Verdict:
     tools = [tool] if isinstance(tool, str) else tool
-    name = f"not_called:{tool if isinstance(tool, str) else ','.join(tool)}"
     counts = Counter(n for n in trace.tool_names if n in tools)
     if not counts:
-        return Result(name, True)
+        return Verdict(True)
     shown = "; ".join(f"forbidden {t} was called {_times(c)}" for t, c in counts.items())
-    return Result(name, False, shown)
+    return Verdict(False, shown)
 
 
 @check("called_at_most", label="called_at_most:{tool}")
-def called_at_most(trace: Trace, case: Case, *, tool: str, n: int = 1) -> Result:
+def called_at_most(trace: Trace, *, tool: str, n: int = 1) -> Verdict:
     got = trace.tool_names.count(tool)
-    name = f"called_at_most:{tool}"
     if got <= n:
-        return Result(name, True, f"{tool} called {_times(got)}")
-    return Result(name, False, f"{tool} called {_times(got)}, at most {n} allowed")
+        return Verdict(True, f"{tool} called {_times(got)}")
+    return Verdict(False, f"{tool} called {_times(got)}, at most {n} allowed")
 
 
 def _chosen(calls: list[Span], which: Which) -> list[Span]:
@@ -89,7 +85,6 @@ def _validate_arg(params: dict[str, Any]) -> None:
 @check("arg", label="arg:{tool}.{key}", validate=_validate_arg)
 def arg(
     trace: Trace,
-    case: Case,
     *,
     tool: str,
     key: str,
@@ -97,11 +92,10 @@ def arg(
     pattern: Pattern | None = None,
     tol: float | None = None,
     which: Which = "any",
-) -> Result:
-    name = f"arg:{tool}.{key}"
+) -> Verdict:
     calls = _calls(trace, tool)
     if not calls:
-        return Result(name, False, f"{tool} never called")
+        return Verdict(False, f"{tool} never called")
     got: list[Any] = []
     oks: list[bool] = []
     for call in _chosen(calls, which):
@@ -120,68 +114,64 @@ def arg(
     want = f"pattern {pattern.source!r}" if pattern is not None else _shown(expected)
     shown = ", ".join("(missing)" if v is UNSET else _shown(v) for v in got)
     if ok:
-        return Result(name, True, f"got {shown}")
+        return Verdict(True, f"got {shown}")
     if all(v is UNSET for v in got):
-        return Result(name, False, f"{tool} called without {key}")
+        return Verdict(False, f"{tool} called without {key}")
     if len(got) > 1:
         shown = f"[{shown}] ({which} of {len(got)} calls)"
-    return Result(name, False, f"arg {tool}.{key}: got {shown}, want {want}")
+    return Verdict(False, f"arg {tool}.{key}: got {shown}, want {want}")
 
 
 @check("args", label="args:{tool}")
 def args(
     trace: Trace,
-    case: Case,
     *,
     tool: str,
     expected: dict[str, Any],
     mode: Literal["exact", "partial"] = "exact",
     which: Which = "any",
-) -> Result:
-    name = f"args:{tool}"
+) -> Verdict:
     calls = _calls(trace, tool)
     if not calls:
-        return Result(name, False, f"{tool} never called")
+        return Verdict(False, f"{tool} never called")
     chosen = _chosen(calls, which)
     match = partial_equal if mode == "partial" else deep_equal
     oks = [match(expected, c.input) for c in chosen]
     ok = all(oks) if which == "all" else any(oks)
     if ok:
-        return Result(name, True)
+        return Verdict(True)
     bad = next(c for c, good in zip(chosen, oks, strict=True) if not good)
-    return Result(name, False, f"{tool} arguments {_shown(bad.input)}, want {mode} match of {_shown(expected)}")
+    return Verdict(False, f"{tool} arguments {_shown(bad.input)}, want {mode} match of {_shown(expected)}")
 
 
 @check("order", label="order:{before}<{after}")
-def order(trace: Trace, case: Case, *, before: str, after: str) -> Result:
-    name = f"order:{before}<{after}"
+def order(trace: Trace, *, before: str, after: str) -> Verdict:
     names = trace.tool_names
     if after not in names and before not in names:
-        return Result(name, False, f"neither {before} nor {after} was called")
+        return Verdict(False, f"neither {before} nor {after} was called")
     if before not in names:
-        return Result(name, False, f"{after} called but {before} never called")
+        return Verdict(False, f"{after} called but {before} never called")
     if after not in names:
-        return Result(name, False, f"{before} called but {after} never called")
+        return Verdict(False, f"{before} called but {after} never called")
     i, j = names.index(before), names.index(after)
     if i < j:
-        return Result(name, True)
-    return Result(name, False, f"{after} (step {j + 1}) came before {before} (step {i + 1})")
+        return Verdict(True)
+    return Verdict(False, f"{after} (step {j + 1}) came before {before} (step {i + 1})")
 
 
 @check("guarded", label="guarded:{tool}")
-def guarded(trace: Trace, case: Case, *, tool: str, requires: str | list[str]) -> Result:
+def guarded(trace: Trace, *, tool: str, requires: str | list[str]) -> Verdict:
     """Every call of `tool` comes after a call of each required tool; vacuously true when `tool` is never
     called, so it can stand in an invariant that every case holds (unlike `order`)."""
     needed = [requires] if isinstance(requires, str) else requires
-    name = f"guarded:{tool}"
     seen: set[str] = set()
     for step, called_name in enumerate(trace.tool_names, 1):
         if called_name == tool:
             missing = [r for r in needed if r not in seen]
             if missing:
-                return Result(name, False, f"{tool} (step {step}) called before any {' or '.join(missing)}")
+                return Verdict(False, f"{tool} (step {step}) called before any {' or '.join(missing)}")
         seen.add(called_name)
-    return Result(name, True)
+    return Verdict(True)
 
 
 def _is_subsequence(wanted: list[str], seq: tuple[str, ...]) -> bool:
@@ -192,13 +182,11 @@ def _is_subsequence(wanted: list[str], seq: tuple[str, ...]) -> bool:
 @check("trajectory", label="trajectory:{mode}")
 def trajectory(
     trace: Trace,
-    case: Case,
     *,
     tools: list[str],
     mode: Literal["strict", "in_order", "unordered", "superset", "subset"] = "strict",
-) -> Result:
+) -> Verdict:
     seq = trace.tool_names
-    name = f"trajectory:{mode}"
     if mode == "strict":
         ok = list(seq) == tools
     elif mode == "in_order":
@@ -210,45 +198,44 @@ def trajectory(
     else:
         ok = set(seq) <= set(tools)
     if ok:
-        return Result(name, True)
+        return Verdict(True)
     detail = ""
     if mode == "superset":
         detail = f"; missing {sorted(set(tools) - set(seq))}"
     elif mode == "subset":
         detail = f"; unexpected {sorted(set(seq) - set(tools))}"
-    return Result(name, False, f"tool sequence {list(seq)} does not match {mode} {tools}{detail}")
+    return Verdict(False, f"tool sequence {list(seq)} does not match {mode} {tools}{detail}")
 
 
 @check("no_repeat")
-def no_repeat(trace: Trace, case: Case) -> Result:
+def no_repeat(trace: Trace) -> Verdict:
     counts = Counter((s.name, s.canonical_input) for s in trace.tool_calls)
     repeats = [(k, c) for k, c in counts.items() if c > 1]
     if not repeats:
-        return Result("no_repeat", True)
+        return Verdict(True)
     (tool, canon), c = max(repeats, key=lambda kc: kc[1])
     more = f" (+{len(repeats) - 1} more repeated calls)" if len(repeats) > 1 else ""
-    return Result("no_repeat", False, f"{tool} called {c} times with the same arguments {short(canon)}{more}")
+    return Verdict(False, f"{tool} called {c} times with the same arguments {short(canon)}{more}")
 
 
-@check("no_tool_errors", label="no_tool_errors")
-def no_tool_errors(trace: Trace, case: Case, *, tool: str | None = None) -> Result:
-    name = "no_tool_errors" if tool is None else f"no_tool_errors:{tool}"
+@check("no_tool_errors", label="no_tool_errors:{tool}")
+def no_tool_errors(trace: Trace, *, tool: str | None = None) -> Verdict:
     for i, s in enumerate(trace.tool_calls):
         if s.error is not None and (tool is None or s.name == tool):
-            return Result(name, False, f"{s.name} (call {i + 1}) failed: {short(str(s.error))}")
-    return Result(name, True)
+            return Verdict(False, f"{s.name} (call {i + 1}) failed: {short(str(s.error))}")
+    return Verdict(True)
 
 
 @check("tool_schemas")
-def tool_schemas(trace: Trace, case: Case, *, schemas: ToolSchemas = "golden/tools.json") -> Result:  # type: ignore[assignment]
+def tool_schemas(trace: Trace, *, schemas: ToolSchemas = "golden/tools.json") -> Verdict:  # type: ignore[assignment]
     import fastjsonschema
 
     for i, s in enumerate(trace.tool_calls):
         compiled = schemas.schemas.get(s.name or "")
         if compiled is None:
-            return Result("tool_schemas", False, f"tool {s.name!r} (call {i + 1}) is not in {schemas.source}")
+            return Verdict(False, f"tool {s.name!r} (call {i + 1}) is not in {schemas.source}")
         try:
             compiled.validate(s.input)
         except fastjsonschema.JsonSchemaValueException as e:
-            return Result("tool_schemas", False, f"{s.name} (call {i + 1}) arguments: {e.message}")
-    return Result("tool_schemas", True)
+            return Verdict(False, f"{s.name} (call {i + 1}) arguments: {e.message}")
+    return Verdict(True)

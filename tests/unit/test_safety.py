@@ -64,7 +64,7 @@ def test_a_crashing_check_is_an_error_and_the_others_still_run(monkeypatch):
 
     original = REGISTRY["finished"]
 
-    def boom(trace, case):
+    def boom(trace):
         raise RuntimeError("kaboom")
 
     monkeypatch.setitem(REGISTRY, "finished", CheckDef("finished", boom, original.params, "finished", None))
