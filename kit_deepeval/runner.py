@@ -10,11 +10,10 @@ KIT_AGENT_TIMEOUT=60          seconds one run may take before it is an error (no
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from kit.case import Case
-from kit.runner import AgentTimeout, deadline
-from kit.runner.agents import Agent, reference_agent, to_trace
+from kit.runner import Invocation, invoke
+from kit.runner.agents import Agent, reference_agent
 from kit.runner.agents import load_agent as load_user_agent
 
 
@@ -39,14 +38,8 @@ def timeout_s() -> float:
     return float(os.environ.get("KIT_AGENT_TIMEOUT") or 60)
 
 
-def run_case(agent: Agent, case: Case, attempt: int) -> dict[str, Any]:
-    """One fresh run of the agent on the case, as a contract trace dict (MalformedTrace if it is not one).
-    An agent that hangs past KIT_AGENT_TIMEOUT seconds (default 60, as `kit run --timeout`) is a TimeoutError."""
-    seconds = timeout_s()
-    try:
-        with deadline(seconds):
-            result = agent.call(case, attempt)
-    except AgentTimeout:
-        raise TimeoutError(f"agent {agent.name} gave no result within {seconds:g} s") from None
-    _, data = to_trace(result, case, attempt, None)
-    return data
+def run_case(agent: Agent, case: Case, attempt: int) -> Invocation:
+    """One fresh run of the agent on the case, judged by the oracle, exactly as `kit run` does it. An agent
+    that raises, returns no trace or hangs past KIT_AGENT_TIMEOUT seconds (default 60, as `kit run
+    --timeout`) is an error run: `trace` is None and `case_run.error` says why."""
+    return invoke(agent, case, attempt, timeout=timeout_s())

@@ -1,8 +1,9 @@
-"""Promptfoo provider: the reference agent, fresh for every call, judged by the kit's oracle.
+"""Promptfoo provider: the agent (reference, or KIT_AGENT), fresh for every call, judged by the kit oracle.
 
 Promptfoo keeps this module loaded in a persistent Python worker and calls `call_api` again and again,
-so nothing a run can change lives at module level: `run_agent` builds a new agent and a new in-memory
-sandbox on every call (the only module-level data are the parsed, frozen cases and the read-only seed).
+so nothing a run can change lives at module level: every call runs a fresh agent on a new in-memory
+sandbox (the only module-level data are the parsed, frozen cases and the read-only seed). The run is
+`kit.runner.invoke`, as in `kit run` and the DeepEval stage: same agents, same timeout, same error runs.
 
 The response carries the whole trace in `metadata.trace` and the oracle's verdict in `metadata.kit`.
 The verdict is computed here, in the warm worker, because Promptfoo starts a new Python process for every
@@ -16,8 +17,12 @@ import os
 import time
 from typing import Any
 
+from kit.errors import KitInputError
+from kit.result import CaseRun
+from kit.runner import invoke
+from kit.runner.agents import Agent, load_agent, reference_agent
 from kit_promptfoo.digest import seal
-from kit_promptfoo.kit_request import agent_input, load_case, merged
+from kit_promptfoo.kit_request import KitVars, load_case, merged, request_case
 
 
 def _token_usage(trace: dict[str, Any]) -> dict[str, int]:
@@ -31,67 +36,51 @@ def _cost(trace: dict[str, Any]) -> float:
     return float(sum(float(s.get("cost_usd") or 0) for s in trace.get("spans", [])))
 
 
-def verdict(trace: dict[str, Any], case: Any) -> dict[str, Any]:
-    from kit.evaluate import evaluate
-    from kit.trace import parse_trace
+def _variant(req: KitVars) -> str | None:
+    """The target's own variant (the red team's control) wins; else KIT_VARIANT (`make evals VARIANT=...`)
+    puts every call on that fault; else (None) the reference agent runs the case's own, as `kit run` does."""
+    return req.variant if req.variant is not None else (os.environ.get("KIT_VARIANT") or None)
 
-    run = evaluate(parse_trace(trace), case)
-    out = run.to_dict()
-    out["outcome"] = run.outcome
+
+def _agent(req: KitVars) -> Agent:
+    """KIT_AGENT (the user's agent, exactly as `kit run --agent` takes it), else the reference agent."""
+    spec = (os.environ.get("KIT_AGENT") or "").strip()
+    if spec:
+        return load_agent(spec)
+    return reference_agent(variant=_variant(req), policy=req.policy)
+
+
+def timeout_s() -> float:
+    """Seconds one run may take before it is an error, not a hung eval (as `kit run --timeout`)."""
+    return float(os.environ.get("KIT_AGENT_TIMEOUT") or 60)
+
+
+def verdict(case_run: CaseRun) -> dict[str, Any]:
+    out = case_run.to_dict()
+    out["outcome"] = case_run.outcome
     return out
 
 
-def _user_agent_trace(
-    spec: str, case: Any, case_id: str, user_input: Any, context: dict[str, Any], attempt: int
-) -> dict[str, Any]:
-    """KIT_AGENT: the user's agent, plugged in exactly as `kit run --agent` and the DeepEval stage take it."""
-    import dataclasses
-
-    from kit.case import Case
-    from kit.runner.agents import load_agent, to_trace
-
-    base = case if case is not None else Case(id=case_id, input=user_input)
-    run_case = dataclasses.replace(base, input=user_input, context=context)
-    _, trace = to_trace(load_agent(spec).call(run_case, attempt), run_case, attempt, None)
-    return trace
-
-
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
-    from kit.agent import run_agent
-
     started = time.perf_counter()
     vars_ = (context or {}).get("vars") or {}
     try:
         req = merged((options or {}).get("config"), vars_)
         case = load_case(req.case_file, req.case_id) if req.case_file and req.case_id else None
-    except ValueError as e:
+        agent = _agent(req)
+    except (ValueError, KitInputError) as e:
         return {"error": str(e)}
-    case_id = req.case_id or "promptfoo"
-    # The target's own variant (the red team's control) wins; else KIT_VARIANT (`make evals VARIANT=...`)
-    # puts every other call on that fault, as the kit's runner and the DeepEval stage do.
-    variant = req.variant if req.variant is not None else (os.environ.get("KIT_VARIANT") or None)
-    if variant is None and case is not None:
-        variant = case.variant
-    run_context = {**(case.context if case else {}), **req.context}
+    run_case = request_case(req, case, prompt)
     attempt = int(vars_.get("__repeatIndex") or 0)
-    try:
-        if os.environ.get("KIT_AGENT"):
-            trace = _user_agent_trace(os.environ["KIT_AGENT"], case, case_id, agent_input(prompt), run_context, attempt)
-        else:
-            trace = run_agent(
-                agent_input(prompt),
-                case_id=case_id,
-                attempt=attempt,
-                context=run_context,
-                variant=variant,
-                policy=req.policy,
-            )
-    except Exception as e:  # the agent crashing is an infrastructure error, shown as such
-        return {"error": f"case '{case_id}': agent raised {type(e).__name__}: {e}"}
-    kit: dict[str, Any] = {"case_id": case_id, "case_file": req.case_file, "variant": variant}
+    run = invoke(agent, run_case, attempt, timeout=timeout_s())
+    if run.trace is None:  # the agent raised, hung or gave no trace: an infrastructure error, shown as such
+        return {"error": f"case '{run_case.id}': {run.case_run.error}"}
+    trace = run.trace
+    variant = _variant(req) or run_case.variant
+    kit: dict[str, Any] = {"case_id": run_case.id, "case_file": req.case_file, "variant": variant}
     if case is not None:
-        kit["verdict"] = verdict(trace, case)
-        kit["seal"] = seal(case_id, trace, kit["verdict"])
+        kit["verdict"] = verdict(run.case_run)
+        kit["seal"] = seal(run_case.id, trace, kit["verdict"])
     kit["provider_ms"] = round((time.perf_counter() - started) * 1000, 3)
     return {
         "output": trace.get("final_output") or "",

@@ -88,3 +88,17 @@ def load_case(case_file: str, case_id: str) -> Any:
             raise ValueError(own[0])  # already names the file, the case and the check
         raise ValueError(f"{case_file}: case '{case_id}': no case with that id")
     return case
+
+
+def request_case(req: KitVars, case: Any, prompt: str) -> Any:
+    """The Case the agent runs on: the rendered prompt (a red-team attack, say) as its input, the case's
+    context overlaid by the request's, the case's checks for the verdict. A case's cassette is left out:
+    it recorded the case's own input, not this prompt."""
+    import dataclasses
+
+    from kit.case import Case
+
+    base = case if case is not None else Case(id=req.case_id or "promptfoo", input=prompt)
+    extra = {k: v for k, v in base.extra.items() if k != "cassette"}
+    context = {**base.context, **req.context}
+    return dataclasses.replace(base, input=agent_input(prompt), context=context, extra=extra)

@@ -40,13 +40,12 @@ if SUITE.errors:  # one broken case fails here, by name; the other cases still r
 @pytest.mark.parametrize(("case", "attempt"), RUNS)
 def test_golden_case(case: Case, attempt: int, kit_session: EvalSession) -> None:
     log = CaseLog(case, attempt)
-    try:
-        raw = run_case(load_agent(), case, attempt)
-        log.trace = parse_trace(raw)
-    except Exception as exc:  # the agent raised or returned a malformed trace: an error, recorded
-        log.error = f"{type(exc).__name__}: {exc}"
+    run = run_case(load_agent(), case, attempt)
+    if run.trace is None:  # the agent raised, hung or returned a malformed trace: an error, recorded
+        log.error = run.case_run.error
         kit_session.record(log)
         pytest.fail(f"case {case.id} attempt {attempt}: no trace: {log.error}", pytrace=False)
+    log.trace = parse_trace(run.trace)
     metrics = [*oracle_metrics(case, log), *rubric_metrics(RUBRICS, case, JUDGE, log)]
     try:
         assert_test(kit_test_case(log.trace, case), metrics)
