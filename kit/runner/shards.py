@@ -3,7 +3,8 @@ file with the store's three tables, which `merge_shards` loads into a store.
 
 A shard file is a folder holding `runs.parquet`, `case_results.parquet` and `check_results.parquet`
 (written by DuckDB), or one `.json` file `{"runs": [...], "case_results": [...], "check_results": [...]}`.
-Column names are the store's (DESIGN.md), so merging is `INSERT ... BY NAME SELECT * FROM read_parquet`.
+Columns are the store's (`kit.store.schema`) and rows are `kit.store.rows.case_rows`, so merging is
+`INSERT ... BY NAME SELECT * FROM read_parquet`.
 """
 
 from __future__ import annotations
@@ -16,57 +17,33 @@ from typing import Any
 
 from kit.errors import KitInputError
 from kit.runner.suite import Outcome
+from kit.store.rows import case_rows, shaped
+from kit.store.schema import columns, migrate
 
-TABLES = {
-    "runs": (
-        "run_id VARCHAR, source VARCHAR, started_at TIMESTAMP, git_sha VARCHAR, agent VARCHAR, model VARCHAR, "
-        "config_hash VARCHAR, kit_version VARCHAR, status VARCHAR, finished_at TIMESTAMP, meta JSON"
-    ),
-    "case_results": (
-        "run_id VARCHAR, case_id VARCHAR, attempt INTEGER, passed BOOLEAN, steps INTEGER, tokens BIGINT, "
-        "cost_usd DOUBLE, latency_ms DOUBLE, trace JSON, outcome VARCHAR, error VARCHAR"
-    ),
-    "check_results": (
-        'run_id VARCHAR, case_id VARCHAR, attempt INTEGER, "check" VARCHAR, gate VARCHAR, outcome VARCHAR, '
-        "score DOUBLE, reason VARCHAR"
-    ),
-}
+TABLES = ("runs", "case_results", "check_results")
 
 
-def _columns(table: str) -> list[str]:
-    return [c.strip().split(" ")[0].strip('"') for c in TABLES[table].split(", ")]
+def _names(table: str) -> list[str]:
+    return [name for name, _ in columns(table)]
+
+
+def _encoded(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row with its JSON columns as JSON text, as DuckDB takes them from Python and a `.json` shard keeps them."""
+    json_cols = {name for name, kind in columns(table) if kind == "JSON"}
+    return {
+        c: json.dumps(v, default=str) if c in json_cols and v is not None and not isinstance(v, str) else v
+        for c, v in row.items()
+    }
 
 
 def rows(run: dict[str, Any], outcomes: Iterable[Outcome]) -> dict[str, list[dict[str, Any]]]:
-    """The three tables' rows for one suite run."""
-    cases, checks = [], []
+    """The three tables' rows for one suite run: the run, and `case_rows` of each outcome."""
+    tables: dict[str, list[dict[str, Any]]] = {"runs": [shaped("runs", {c: run.get(c) for c in _names("runs")})]}
+    tables["case_results"], tables["check_results"] = [], []
     for o in outcomes:
-        cr, m = o.case_run, o.case_run.metrics
-        key = {"run_id": run["run_id"], "case_id": cr.case_id, "attempt": cr.attempt}
-        cases.append(
-            {
-                **key,
-                "passed": cr.passed,
-                "steps": m.get("steps"),
-                "tokens": m.get("tokens"),
-                "cost_usd": m.get("cost_usd"),
-                "latency_ms": m.get("latency_ms"),
-                "trace": json.dumps(o.trace, default=str) if o.trace is not None else None,
-                "outcome": cr.outcome,
-                "error": cr.error,
-            }
-        )
-        for r in cr.results:
-            checks.append(
-                {**key, "check": r.name, "gate": "hard", "outcome": r.outcome, "score": r.score, "reason": r.reason}
-            )
-        if cr.error is not None:  # kept as a row of its own, as the store does, so reports show it
-            infra = {"check": "infrastructure", "gate": "hard", "outcome": "error", "score": None}
-            checks.append({**key, **infra, "reason": cr.error})
-    run_row = {c: run.get(c) for c in _columns("runs")}
-    if isinstance(run_row.get("meta"), dict):
-        run_row["meta"] = json.dumps(run_row["meta"])
-    return {"runs": [run_row], "case_results": cases, "check_results": checks}
+        for table, found in case_rows(run["run_id"], o.case_run, o.trace, "hard").items():
+            tables[table].extend(found)
+    return {table: [_encoded(table, r) for r in found] for table, found in tables.items()}
 
 
 def now() -> str:
@@ -88,18 +65,21 @@ def write_file(path: str | Path, tables: dict[str, list[dict[str, Any]]]) -> Pat
     p.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(":memory:")
     try:
-        for table, schema in TABLES.items():
-            cols = _columns(table)
-            con.execute(f"CREATE TABLE {table} ({schema})")
-            data = [[r.get(c) for c in cols] for r in tables[table]]
-            if data:
-                marks = ", ".join("?" * len(cols))
-                con.executemany(f"INSERT INTO {table} VALUES ({marks})", data)
+        migrate(con)  # the store's own tables, so a shard file has exactly the store's columns and types
+        for table in TABLES:
+            _insert(con, table, tables[table], _names(table))
             target = str(p / f"{table}.parquet").replace("'", "''")
             con.execute(f"COPY {table} TO '{target}' (FORMAT parquet)")
     finally:
         con.close()
     return p
+
+
+def _insert(con: Any, table: str, found: list[dict[str, Any]], cols: list[str]) -> None:
+    if found:
+        names = ", ".join(f'"{c}"' for c in cols)
+        marks = ", ".join("?" * len(cols))
+        con.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", [[r.get(c) for c in cols] for r in found])
 
 
 def merge_shards(con: Any, paths: Sequence[str | Path]) -> dict[str, int]:
@@ -138,12 +118,10 @@ def _source(con: Any, p: Path, table: str) -> str:
         raise KitInputError(f"cannot read shard file: {e}", file=str(p)) from None
     if not isinstance(data, dict) or table not in data:
         raise KitInputError(f"not a shard file: no {table!r} table", file=str(p))
-    cols = _columns(table)
+    schema = ", ".join(f'"{name}" {kind}' for name, kind in columns(table))
     con.execute("DROP TABLE IF EXISTS _shard_src")
-    con.execute(f"CREATE TEMP TABLE _shard_src ({TABLES[table]})")
-    data_rows = [[r.get(c) for c in cols] for r in data[table]]
-    if data_rows:
-        con.executemany(f"INSERT INTO _shard_src VALUES ({', '.join('?' * len(cols))})", data_rows)
+    con.execute(f"CREATE TEMP TABLE _shard_src ({schema})")
+    _insert(con, "_shard_src", data[table], _names(table))
     return "_shard_src"
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import subprocess
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,11 +16,11 @@ import duckdb
 from kit.result import CaseRun
 from kit.store import lock
 from kit.store.merge import merge_spools
+from kit.store.rows import KEY, Gate, case_rows
 from kit.store.schema import migrate
 from kit.store.spool import SpoolWriter, process_identity, spool_dir
 
 DEFAULT_PATH = Path(".kit/evals.duckdb")
-Gate = Literal["hard", "soft"]
 SOURCES = ("kit", "deepeval", "promptfoo")
 
 
@@ -64,36 +64,6 @@ def new_run_id(source: str) -> str:
     """Sortable by time and readable: 20250130T025212-kit-1a2b3c."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{source}-{uuid.uuid4().hex[:6]}"
-
-
-def _trace_dict(trace: Any) -> dict[str, Any] | None:
-    if trace is None:
-        return None
-    if isinstance(trace, Mapping):
-        return dict(trace)
-    dump = getattr(trace, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json")
-    raise TypeError(f"trace must be a dict or a kit.trace.Trace, not {type(trace).__name__}")
-
-
-def _metrics(case_run: CaseRun, trace: Any) -> dict[str, Any]:
-    """steps/tokens/cost/latency: from the CaseRun's metrics, else derived from the trace."""
-    metrics = dict(case_run.metrics or {})
-    wanted = ("steps", "tokens", "cost_usd", "latency_ms")
-    if trace is not None and not all(k in metrics for k in wanted):
-        totals = getattr(trace, "totals", None)
-        if totals is None and isinstance(trace, Mapping):
-            try:
-                from kit.trace import parse_trace
-
-                totals = parse_trace(trace).totals
-            except Exception:  # a malformed trace still gets stored; only its figures are missing
-                totals = None
-        for k in wanted:
-            if totals and k not in metrics:
-                metrics[k] = totals.get(k)
-    return {k: metrics.get(k) for k in wanted}
 
 
 class Store:
@@ -154,7 +124,7 @@ class Store:
         return run_id
 
     def record(self, run_id: str, case_run: CaseRun, trace: Any = None, gate: Gate = "hard") -> None:
-        """Record one run of one case.
+        """Record one run of one case: the rows of `kit.store.rows.case_rows`.
 
         `gate="hard"`: a case_results row (passed = every hard check passed) and its check rows.
         `gate="soft"`: only check rows, marked soft (e.g. a DeepEval G-Eval metric's verdict), so the
@@ -170,39 +140,13 @@ class Store:
     def case_event(
         self, run_id: str, case_run: CaseRun, trace: Any, gate: Gate, ts: str | None = None
     ) -> dict[str, Any]:
-        if gate not in ("hard", "soft"):
-            raise ValueError(f"gate must be 'hard' or 'soft', not {gate!r}")
-        checks = [
-            {"check": r.name, "gate": gate, "outcome": r.outcome, "score": r.score, "reason": r.reason}
-            for r in case_run.results
-        ]
-        if case_run.error is not None and gate == "hard":
-            # An infrastructure error is kept as a row of its own, so reports can show it.
-            checks.append(
-                {"check": "infrastructure", "gate": "hard", "outcome": "error", "score": None, "reason": case_run.error}
-            )
+        """One spool line carrying `case_rows`: the case row's columns, and its check rows under `checks`."""
+        tables = case_rows(run_id, case_run, trace, gate)
+        checks = [{k: v for k, v in r.items() if k not in KEY} for r in tables["check_results"]]
         if gate == "soft":
-            return {
-                "t": "case_soft",
-                "ts": ts or _now(),
-                "run_id": run_id,
-                "case_id": case_run.case_id,
-                "attempt": case_run.attempt,
-                "checks": checks,
-            }
-        return {
-            "t": "case",
-            "ts": ts or _now(),
-            "run_id": run_id,
-            "case_id": case_run.case_id,
-            "attempt": case_run.attempt,
-            "passed": case_run.passed,
-            "outcome": case_run.outcome,
-            "error": case_run.error,
-            **_metrics(case_run, trace),
-            "trace": _trace_dict(trace),
-            "checks": checks,
-        }
+            key = {"run_id": run_id, "case_id": case_run.case_id, "attempt": case_run.attempt}
+            return {"t": "case_soft", "ts": ts or _now(), **key, "checks": checks}
+        return {"t": "case", "ts": ts or _now(), **tables["case_results"][0], "checks": checks}
 
     def record_soft(
         self,

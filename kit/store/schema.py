@@ -6,6 +6,8 @@ written by any older kit opens in a newer one without losing a row.
 
 from __future__ import annotations
 
+from functools import cache
+
 import duckdb
 
 # Each entry upgrades the file from version i to i+1. Never edit a shipped migration: append a new one.
@@ -32,6 +34,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              score DOUBLE, outcome VARCHAR, recorded_at TIMESTAMP)""",
         # How far each writer's spool file has been merged: committed with the rows it covers.
         "CREATE TABLE spool_offsets (spool VARCHAR PRIMARY KEY, merged_bytes BIGINT NOT NULL)",
+    ),
+    (  # 3: a check that raised keeps its stack trace beside its one-line reason
+        "ALTER TABLE check_results ADD COLUMN traceback VARCHAR",
     ),
 )
 
@@ -67,3 +72,22 @@ def migrate(con: duckdb.DuckDBPyConnection, target: int = LATEST) -> int:
             con.execute("ROLLBACK")
             raise
     return version
+
+
+@cache
+def columns(table: str) -> tuple[tuple[str, str], ...]:
+    """`(name, type)` of every column of a table at the latest version, in order: read from the migrations
+    themselves (applied to an empty in-memory database), so no second copy of the schema can drift."""
+    con = duckdb.connect(":memory:")
+    try:
+        migrate(con)
+        found = con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? "
+            "ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    finally:
+        con.close()
+    if not found:
+        raise KeyError(f"the store has no table {table!r}")
+    return tuple((name, kind) for name, kind in found)

@@ -219,3 +219,96 @@ def test_nested_connect_in_one_process_does_not_deadlock(tmp_path, monkeypatch):
     with store.connect() as outer:
         store.finish_run(run_id)  # merges: takes the lock this process already holds
         assert outer.execute("SELECT status FROM runs").fetchone() == ("complete",)
+
+
+CASE = """\
+id: order
+input: "Where is ORD-1?"
+checks:
+  - {type: called, tool: lookup_order}
+  - {type: finished}
+"""
+
+
+def _outcomes(tmp_path: Path, monkeypatch) -> list:
+    """Three runs as the runner hands them over: a trace whose `finished` check raised, an agent that
+    raised, and a trace given without the CaseRun's figures (the rows derive them from its spans)."""
+    import dataclasses
+
+    from kit.case import load_suite
+    from kit.checks import REGISTRY
+    from kit.evaluate import error_run, evaluate
+    from kit.runner import Invocation
+    from kit.trace import parse_trace
+
+    def boom(trace, *args, **kwargs):
+        raise ValueError("first line\nsecond line")
+
+    (tmp_path / "cases.yaml").write_text(CASE)
+    (tmp_path / "invariants.yaml").write_text("{}\n")
+    case = load_suite(tmp_path / "cases.yaml").cases[0]
+    monkeypatch.setitem(REGISTRY, "finished", dataclasses.replace(REGISTRY["finished"], fn=boom))
+    span = {"kind": "tool", "name": "lookup_order", "input": {"order_id": "ORD-1"}, "latency_ms": 7.5}
+    data = {"case_id": "order", "attempt": 0, "final_output": "shipped", "finish_reason": "finish", "spans": [span]}
+    judged = evaluate(parse_trace(data), case, run_id="r-same")
+    bare = dataclasses.replace(judged, attempt=2, metrics={})
+    return [
+        Invocation(judged, data),
+        Invocation(error_run("order", 1, "the agent raised RuntimeError: down", run_id="r-same"), None),
+        Invocation(bare, {**data, "attempt": 2}),
+    ]
+
+
+def _normalized(rows: list[tuple], names: list[str]) -> list[tuple]:
+    """JSON columns parsed: the same object may be spelled with other whitespace by another writer."""
+    import json
+
+    return [
+        tuple(json.loads(v) if n == "trace" and v is not None else v for n, v in zip(names, row, strict=True))
+        for row in rows
+    ]
+
+
+def _table(con, source: str) -> tuple[list[str], list[tuple]]:
+    cur = con.execute(f"SELECT * FROM {source} WHERE run_id = 'r-same' ORDER BY ALL")
+    names = [d[0] for d in cur.description]
+    return names, _normalized(cur.fetchall(), names)
+
+
+def test_shard_files_and_the_store_hold_identical_rows(tmp_path, monkeypatch):
+    from kit.runner.shards import merge_shards, rows, write_file
+
+    outcomes = _outcomes(tmp_path, monkeypatch)
+    store = open_store(tmp_path / "s.duckdb")
+    store.start_run("kit", run_id="r-same", git_sha=None)
+    store.record_many("r-same", [(o.case_run, o.trace) for o in outcomes])
+    store.finish_run("r-same")
+    run_row = {"run_id": "r-same", "source": "kit", "status": "complete", "meta": {"shard": "1/1"}}
+    parquet = write_file(tmp_path / "shard", rows(run_row, outcomes))
+    as_json = write_file(tmp_path / "shard.json", rows(run_row, outcomes))
+    merged = open_store(tmp_path / "merged.duckdb")
+    with store.connect() as con, merged.connect() as mcon:
+        assert merge_shards(mcon, [as_json])["check_results"] == 5
+        for table in ("case_results", "check_results"):
+            names, stored = _table(con, table)
+            from_parquet = _table(con, f"read_parquet('{parquet / (table + '.parquet')}')")
+            assert from_parquet == (names, stored), table
+            assert _table(mcon, table) == (names, stored), table
+        _, cases = _table(con, "case_results")
+        checks = con.execute(
+            'SELECT attempt, "check", outcome, reason, traceback FROM check_results ORDER BY attempt, "check"'
+        ).fetchall()
+    # The figures of the bare run come from its trace, in every writer alike.
+    assert [(c[2], c[4], c[7]) for c in cases] == [(0, 0, 7.5), (1, None, None), (2, 0, 7.5)]
+    assert [row[:3] for row in checks] == [
+        (0, "called:lookup_order", "pass"),
+        (0, "finished", "error"),
+        (1, "infrastructure", "error"),
+        (2, "called:lookup_order", "pass"),
+        (2, "finished", "error"),
+    ]
+    # A raised check keeps its stack trace beside its one-line reason.
+    raised = checks[1]
+    assert raised[3] == "check raised ValueError: first line"
+    assert "in boom" in raised[4] and raised[4].rstrip().endswith("second line")
+    assert checks[0][4] is None and checks[2][4] is None
