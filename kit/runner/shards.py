@@ -140,12 +140,12 @@ def load_case_runs(con: Any, run_id: str) -> list[Any]:
     from kit.result import CaseRun, Result
 
     checks: dict[tuple[str, int], list[Result]] = {}
-    for case_id, attempt, check, outcome, score, reason in con.execute(
-        'SELECT case_id, attempt, "check", outcome, score, reason FROM check_results '
+    for case_id, attempt, check, outcome, score, reason, tb in con.execute(
+        'SELECT case_id, attempt, "check", outcome, score, reason, traceback FROM check_results '
         "WHERE run_id = ? AND gate = 'hard' AND \"check\" <> 'infrastructure' ORDER BY rowid",
         [run_id],
     ).fetchall():
-        result = Result(check, outcome == "pass", reason or "", error=outcome == "error", score=score)
+        result = Result(check, outcome == "pass", reason or "", error=outcome == "error", score=score, traceback=tb)
         checks.setdefault((case_id, attempt), []).append(result)
     rows = con.execute(
         "SELECT case_id, attempt, error FROM case_results WHERE run_id = ? ORDER BY case_id, attempt", [run_id]
