@@ -34,17 +34,19 @@ lint: $(STAMP)
 
 # The whole gate: kit runner, DeepEval, Promptfoo eval and red team into one store; one summary, HTML report,
 # JUnit XML and the gate's verdict. VARIANT=<fault> runs a fault variant of the reference agent (it must fail).
-# AGENT=module:callable puts your own agent in every stage; CASES=path another case file or folder.
-# Unset, each comes from [tool.kit] in pyproject.toml or the KIT_* variables (kit/settings.py).
+# AGENT=module:callable puts your own agent in every stage; CASES=path another case file or folder; unset,
+# they come from [tool.kit] in pyproject.toml or the KIT_* variables (kit/settings.py).
+# EVALS_OUT=dir: where the summary, reports and logs go (default .kit).
 VARIANT ?=
 AGENT ?=
 CASES ?=
 SHARDS ?=
 BASELINE_STORE ?=
+EVALS_OUT ?=
 evals: $(STAMP) $(NPM_STAMP)
 	$(PY) -m kit.pipeline $(if $(VARIANT),--variant $(VARIANT)) $(if $(AGENT),--agent $(AGENT)) \
 	  $(if $(CASES),--cases $(CASES)) $(if $(SHARDS),--shards $(SHARDS)) \
-	  $(if $(BASELINE_STORE),--baseline-store $(BASELINE_STORE))
+	  $(if $(BASELINE_STORE),--baseline-store $(BASELINE_STORE)) $(if $(EVALS_OUT),--out $(EVALS_OUT))
 
 clean:
 	rm -rf $(VENV) node_modules .kit .promptfoo redteam/redteam.yaml

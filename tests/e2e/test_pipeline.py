@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from kit import pipeline
+from kit.pipeline import Stage, Step, evaluate, kit_stage
+from kit.settings import load_settings
+from kit.store import open_store
+from kit.store import queries as q
+from kit.store.merge import import_runs
 
 ROOT = Path(__file__).resolve().parents[2]
+USER_AGENT = "examples.my_agent:run"
 
 
 def run_pipeline(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -44,58 +53,110 @@ def test_junit_names_the_failing_check(faulty):
     assert int(suite.get("failures")) == len(failures) and suite.get("name").startswith("kit:")
 
 
-def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monkeypatch):
-    def stages(variant, shards, agent=None):
-        kit = [sys.executable, "-m", "kit.cli"]
-        return [
-            pipeline.Stage("kit", [*kit, "run", "-q", "-k", "kb-*"], "runner"),
-            pipeline.Stage("deepeval", ["/nonexistent/deepeval"], "a tool that is not installed"),
-        ]
+@pytest.fixture(scope="module")
+def user_agent_evals(tmp_path_factory):
+    """The whole `make evals` with a user's agent, as a user runs it: make, then read the store."""
+    tmp = tmp_path_factory.mktemp("user_agent")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIT_")}
+    env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp))
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "evals", f"AGENT={USER_AGENT}", f"EVALS_OUT={tmp / 'out'}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return tmp, proc
 
-    monkeypatch.setattr(pipeline, "stages", stages)
-    monkeypatch.setenv("KIT_STORE", str(tmp_path / "evals.duckdb"))
+
+def test_make_evals_runs_the_users_agent_in_the_kit_stage(user_agent_evals):
+    tmp, proc = user_agent_evals
+    assert (tmp / "evals.duckdb").is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    con = duckdb.connect(str(tmp / "evals.duckdb"), read_only=True)
+    kit_runs = con.execute("SELECT run_id, agent FROM runs WHERE source = 'kit'").fetchall()
+    assert [agent for _, agent in kit_runs] == [USER_AGENT], proc.stdout[-3000:]
+    run_id = kit_runs[0][0]
+    traces = [
+        json.loads(t)
+        for (t,) in con.execute("SELECT trace FROM case_results WHERE run_id = ?", [run_id]).fetchall()
+        if t
+    ]
+    assert len(traces) >= 40  # the golden cases, one trace each (a case the agent cannot take stores none)
+    # examples/my_agent.py answers every input with one lookup and "<order> has shipped with UPS."; the
+    # reference agent never does.
+    for t in traces:
+        assert t["source_format"] == "openai"
+        assert re.fullmatch(r"(ORD-\d{6}|unknown) has shipped with UPS\.", t["final_output"]), t["final_output"]
+        assert [s["name"] for s in t["spans"] if s["kind"] == "tool"] == ["lookup_order"]
+    summary = (tmp / "out" / "summary.txt").read_text()
+    assert f"the kit's runner on {USER_AGENT}" in summary
+
+
+def test_the_stages_run_the_tools_never_make_or_the_kit_cli(tmp_path):
+    settings = load_settings({"agent": USER_AGENT}, root=tmp_path, env={})
+    from kit.pipeline import stages
+
+    chosen = stages(settings)
+    assert [s.name for s in chosen] == ["lint", "kit", "deepeval", "promptfoo", "redteam"]
+    for stage in chosen:
+        for step in stage.steps:
+            assert "make" not in step.argv and "kit.cli" not in step.argv, step
+            assert (step.call is None) != (not step.argv), step  # a function or a command, never both
+    kit = next(s for s in chosen if s.name == "kit")
+    assert kit.steps[0].call is not None and f"--agent {USER_AGENT}" in kit.steps[0].label
+
+
+def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    assert pipeline.main(["--out", str(tmp_path / "out")]) == 1
+    monkeypatch.syspath_prepend(str(ROOT))
+    settings = load_settings(
+        {"agent": USER_AGENT, "cases": ROOT / "examples" / "cases.yaml", "store": tmp_path / "evals.duckdb"}, env={}
+    )
+    broken = Stage(
+        "deepeval", "a tool that is not installed", (Step("deepeval", ("/nonexistent/deepeval",)),), "deepeval"
+    )
+    assert evaluate(settings, [kit_stage(settings), broken], tmp_path / "out") == 1
     summary = (tmp_path / "out" / "summary.txt").read_text()
     assert "deepeval   exit 127" in summary
-    assert "7/7 case runs passed" in summary  # the runner's results are still there
+    assert "3/3 case runs passed" in summary  # the runner's results are still there
+    with open_store(tmp_path / "evals.duckdb").connect() as con:
+        assert con.execute("SELECT agent FROM runs WHERE source = 'kit'").fetchall() == [(USER_AGENT,)]
 
 
 def test_a_control_target_is_not_gated():
-    assert pipeline.is_control({"model": "control-obey-injection", "agent": "x"})
-    assert not pipeline.is_control({"model": "agent-default", "agent": "red team"})
+    assert q.is_control({"model": "control-obey-injection", "agent": "x"})
+    assert not q.is_control({"model": "agent-default", "agent": "red team"})
 
 
-def test_the_baseline_is_the_previous_run_of_the_same_agent_never_a_control(tmp_path):
-    from kit.store import open_store
-
+def test_the_baseline_is_the_previous_complete_run_of_the_same_agent_never_a_control(tmp_path):
     store = open_store(tmp_path / "evals.duckdb")
     for run_id, model, at in [
         ("old", "m-2024-01-01", "2026-01-01T00:00:00"),
         ("ctl", "control-obey-injection", "2026-01-02T00:00:00"),
         ("other-agent", "m-2024-01-01", "2026-01-02T00:00:00"),
+        ("killed", "m-2024-01-01", "2026-01-02T12:00:00"),
         ("new", "m-2025-06-01", "2026-01-03T00:00:00"),
     ]:
         agent = "someone-else" if run_id == "other-agent" else "red team"
         store.start_run("promptfoo", agent=agent, model=model, run_id=run_id, started_at=at, git_sha=None)
-        store.finish_run(run_id)
+        if run_id != "killed":
+            store.finish_run(run_id)
     with store.connect() as con:
-        runs = {r["run_id"]: r for r in pipeline._rows(con, "SELECT * FROM runs", [])}
-        assert pipeline.previous_run(con, runs["new"]) == "old"  # another model: exactly what a flip compares
-        assert pipeline.previous_run(con, runs["old"]) is None
+        assert q.baseline_run(con, "new") == "old"  # another model: exactly what a flip compares
+        assert q.baseline_run(con, "old") is None
 
 
 def test_a_base_branch_store_is_copied_in_once_with_its_results(tmp_path):
     from kit.result import CaseRun, Result
-    from kit.store import open_store
 
     base = open_store(tmp_path / "base.duckdb")
     run_id = base.start_run("kit", agent="a", model="m-2024-01-01", run_id="base-1", git_sha=None)
     base.record(run_id, CaseRun("c1", 0, (Result("finished", True), Result("no_pii", False, "leak"))))
     base.finish_run(run_id)
     here = open_store(tmp_path / "evals.duckdb")
-    assert pipeline.import_runs(here, base.path) == 1
-    assert pipeline.import_runs(here, base.path) == 0  # nothing twice
+    assert import_runs(here, base.path) == 1
+    assert import_runs(here, base.path) == 0  # nothing twice
     with here.connect() as con:
         assert con.execute("SELECT count(*) FROM case_results WHERE run_id = 'base-1'").fetchone() == (1,)
         assert con.execute("SELECT count(*) FROM check_results WHERE run_id = 'base-1'").fetchone() == (2,)

@@ -100,3 +100,32 @@ def test_a_soft_gate_that_drops_since_the_baseline_fails_even_above_its_floor(st
     )
     _record(store, {"a": True}, soft=["pass"] * 7 + ["fail"] * 3)  # 0.70: a 0.10 drop from 0.80 is allowed
     assert _gate(store, tmp_path, "--baseline", "previous") == 0
+
+
+def test_the_deepeval_session_and_kit_gate_share_one_floor_rule(store, tmp_path, capsys):
+    """The session's end-of-run floors are the gate module's: same rates, same verdict."""
+    from pathlib import Path
+
+    from kit.report.gate import SoftFloor, load_policy
+    from kit_deepeval.session import EvalSession, FloorResult
+
+    run_id = _record(store, {"a": True}, soft=["pass", "fail", "error", "skipped"])
+    _gate(store, tmp_path)  # writes the policy file
+    policy = load_policy(Path(tmp_path / "gates.yaml"))
+    floors = EvalSession(store, run_id, owner=False).floors(policy)
+    assert FloorResult is SoftFloor
+    assert [(f.rubric, f.judged, f.floor, f.below_floor) for f in floors] == [("geval:tone", 3, 0.5, True)]
+    assert _gate(store, tmp_path) == 1
+    assert "soft gate geval:tone: pass rate 0.33 under its floor 0.50" in capsys.readouterr().err
+
+
+def test_the_policy_file_comes_from_the_settings(store, tmp_path, monkeypatch, capsys):
+    _record(store, {"a": True}, soft=["pass", "fail"])
+    (tmp_path / "strict.yaml").write_text("soft: {default_floor: 0.9}\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.kit]\ngates = "strict.yaml"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KIT_GATES", raising=False)
+    assert kit(["gate", "--store", str(store.path)]) == 1
+    assert "under its floor 0.90" in capsys.readouterr().err
+    monkeypatch.setenv("KIT_GATES", str(tmp_path / "absent.yaml"))  # the variable wins; no file: defaults
+    assert kit(["gate", "--store", str(store.path)]) == 1  # default floor 0.8 > 0.5

@@ -121,3 +121,35 @@ def test_compare_names_flips_and_their_checks(store, capsys):
     assert "pass→fail: 1\n  refund  1.00 → 0.33  checks: called:lookup_order" in out
     assert "fail→pass: 1\n  loop  0.67 → 1.00" in out
     assert "only in B: new" in out
+
+
+def test_the_report_compares_with_the_baseline_run(tmp_path):
+    """kit report's comparison and make evals' use one rule: same source and agent, complete, no control."""
+    from kit.report.data import gather
+
+    s = open_store(tmp_path / "evals.duckdb")
+    a = _record(s, "m1", "aaaa1111", RUN_A)
+    ctl = s.start_run("kit", agent="desk", model="control-obey-injection", git_sha=None)
+    s.finish_run(ctl)
+    other = s.start_run("kit", agent="another-desk", model="m1", git_sha=None)
+    s.finish_run(other)
+    b = _record(s, "m2", "bbbb2222", RUN_B)
+    data = gather(s, b)
+    assert data.comparison is not None and data.comparison.a == a
+    assert [f.case_id for f in data.comparison.pass_to_fail] == ["refund"]
+
+
+def test_junit_renders_failures_errors_and_skipped_soft_gates(store):
+    import xml.etree.ElementTree as ET
+
+    from kit.report import junit
+
+    _, b = store.ids
+    with store.connect() as con:
+        run = q.run_info(con, b)
+        xml = junit.render([junit.SuiteRows(run, q.case_runs(con, b), q.unpassed_checks(con, b))])
+    suite = next(ET.fromstring(xml).iter("testsuite"))
+    # 15 case runs + the 2 soft verdicts that are not a pass (one fail, one skipped)
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("17", "6", "1")
+    messages = [f.get("message") for f in suite.iter("failure")]
+    assert "called:lookup_order: lookup_order never called" in messages
