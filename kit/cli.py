@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from kit.errors import KitInputError
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "evaluate traces against golden cases (exit 0 pass, 1 fail, 2 bad input)"),
     "lint": ("lint", "validate golden case files without running anything"),
@@ -57,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(rest)
     try:
         return int(module.main(args) or 0)
+    except KitInputError as e:  # bad settings found by any command (say an unknown key in [tool.kit])
+        print(f"kit {name}: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -113,3 +113,17 @@ def test_repository_project_file_is_valid() -> None:
     s = load_settings(root=root, env={})
     assert isinstance(s, Settings)
     assert s.project_file == root / "pyproject.toml"
+
+
+@pytest.mark.parametrize("argv", [["run"], ["report"], ["gate"], ["compare", "a", "b"]])
+def test_every_command_reports_a_bad_project_file_as_exit_2(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kit.cli import main as kit
+
+    _project(tmp_path, '[tool.kit]\nagnet = "x:y"\n')
+    monkeypatch.chdir(tmp_path)
+    assert kit(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'pyproject.toml'}: unknown setting [tool.kit] agnet" in err
+    assert "Traceback" not in err
