@@ -30,6 +30,7 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/kit lint golden
 
 # The whole gate: kit runner, DeepEval, Promptfoo eval and red team into one store; one summary, HTML report,

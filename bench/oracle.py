@@ -3,7 +3,7 @@ DeepEval's own deterministic tool check (ToolCorrectnessMetric, given a model th
 
     .venv/bin/python bench/oracle.py
 
-Targets (issue 2): median < 20 µs per check for all but end_state and schema; >= 10x faster than
+Targets: median < 20 µs per check for all but end_state and schema; >= 10x faster than
 DeepEval's check; `import kit` < 150 ms.
 """
 

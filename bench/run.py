@@ -6,7 +6,7 @@ Records cassettes once (a live run into a temporary folder), then times the repl
 pool (processes, threads, one process) side by side, each in a fresh interpreter: wall time, runs/s,
 peak memory (the runner plus its workers), and the kit's own overhead, i.e. everything but the agent:
 loading the cases, the pool, reading traces, every check, and writing the results to a DuckDB store.
-Target (issue 3): the suite x 5 in under 10 s on 2 cores, overhead under 5%.
+Target: the suite x 5 in under 10 s on 2 cores, overhead under 5%.
 """
 
 from __future__ import annotations

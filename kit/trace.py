@@ -1,4 +1,4 @@
-"""The trace (contract in DESIGN.md): what one run of an agent did. Pydantic at the edge, derived
+"""The trace (contract in docs/CONTRACT.md): what one run of an agent did. Pydantic at the edge, derived
 data computed once per trace and shared by every check."""
 
 from __future__ import annotations

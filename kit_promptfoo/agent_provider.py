@@ -13,14 +13,14 @@ only when the verdict is missing or does not match the trace.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 from kit.errors import KitInputError
 from kit.result import CaseRun
 from kit.runner import invoke
-from kit.runner.agents import Agent, load_agent, reference_agent
+from kit.runner.agents import Agent, configured_agent
+from kit.settings import load_settings
 from kit_promptfoo.digest import seal
 from kit_promptfoo.kit_request import KitVars, load_case, merged, request_case
 
@@ -36,23 +36,15 @@ def _cost(trace: dict[str, Any]) -> float:
     return float(sum(float(s.get("cost_usd") or 0) for s in trace.get("spans", [])))
 
 
-def _variant(req: KitVars) -> str | None:
-    """The target's own variant (the red team's control) wins; else KIT_VARIANT (`make evals VARIANT=...`)
-    puts every call on that fault; else (None) the reference agent runs the case's own, as `kit run` does."""
-    return req.variant if req.variant is not None else (os.environ.get("KIT_VARIANT") or None)
-
-
 def _agent(req: KitVars) -> Agent:
-    """KIT_AGENT (the user's agent, exactly as `kit run --agent` takes it), else the reference agent."""
-    spec = (os.environ.get("KIT_AGENT") or "").strip()
-    if spec:
-        return load_agent(spec)
-    return reference_agent(variant=_variant(req), policy=req.policy)
+    """The settings' agent (the user's, exactly as `kit run --agent` takes it), else the reference agent; the
+    target's own variant (the red team's control) wins over the settings' (`make evals VARIANT=...`)."""
+    return configured_agent(load_settings(), variant=req.variant, policy=req.policy)
 
 
 def timeout_s() -> float:
     """Seconds one run may take before it is an error, not a hung eval (as `kit run --timeout`)."""
-    return float(os.environ.get("KIT_AGENT_TIMEOUT") or 60)
+    return load_settings().agent_timeout
 
 
 def verdict(case_run: CaseRun) -> dict[str, Any]:
@@ -76,7 +68,7 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     if run.trace is None:  # the agent raised, hung or gave no trace: an infrastructure error, shown as such
         return {"error": f"case '{run_case.id}': {run.case_run.error}"}
     trace = run.trace
-    variant = _variant(req) or run_case.variant
+    variant = req.variant or load_settings().variant or run_case.variant
     kit: dict[str, Any] = {"case_id": run_case.id, "case_file": req.case_file, "variant": variant}
     if case is not None:
         kit["verdict"] = verdict(run.case_run)

@@ -1,4 +1,4 @@
-"""`kit check TRACE... --cases PATH [--json]` (contract in DESIGN.md)."""
+"""`kit check TRACE... --cases PATH [--json]` (contract in docs/CONTRACT.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trace importers: recorded agent runs in other formats -> traces in the contract format (DESIGN.md).
+"""Trace importers: recorded agent runs in other formats -> traces in the contract format (docs/CONTRACT.md).
 
     from kit.importers import import_file, convert
     traces = import_file("run.json", fmt=None, case_id="refund-happy-path")   # list[dict]

@@ -17,6 +17,7 @@ from typing import Any
 
 from kit.case import Case
 from kit.errors import KitInputError
+from kit.settings import Settings
 from kit.trace import Trace, parse_trace
 
 AgentFn = Callable[[Case, int], Any]  # (case, attempt) -> whatever the agent returns
@@ -71,6 +72,14 @@ def reference_agent(
     mode = "+replay" if replay else ("+record" if record else "")
     label = f"reference:{policy}{mode}" + (f"+{variant}" if variant else "")
     return Agent(label, call, uses_kit_agent=True)
+
+
+def configured_agent(settings: Settings, *, variant: str | None = None, policy: str | None = None) -> Agent:
+    """The agent every front end runs: the user's callable when the settings name one, else the reference
+    agent (a `variant` given here, e.g. a red-team control target's, wins over the settings')."""
+    if settings.agent:
+        return load_agent(settings.agent)
+    return reference_agent(variant=variant or settings.variant, policy=policy or settings.agent_policy)
 
 
 def load_agent(spec: str) -> Agent:

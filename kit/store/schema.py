@@ -1,6 +1,6 @@
 """The store's tables, created and upgraded in place by numbered migrations.
 
-Version 1 is exactly the contract in DESIGN.md; later versions only add (columns, tables), so a file
+Version 1 is exactly the contract in docs/CONTRACT.md; later versions only add (columns, tables), so a file
 written by any older kit opens in a newer one without losing a row.
 """
 
@@ -12,7 +12,7 @@ import duckdb
 
 # Each entry upgrades the file from version i to i+1. Never edit a shipped migration: append a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (  # 1: the DESIGN.md contract
+    (  # 1: the contract (docs/CONTRACT.md)
         """CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, started_at TIMESTAMP,
              git_sha VARCHAR, agent VARCHAR, model VARCHAR, config_hash VARCHAR)""",
         """CREATE TABLE case_results (run_id VARCHAR NOT NULL, case_id VARCHAR NOT NULL, attempt INTEGER,

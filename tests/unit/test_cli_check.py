@@ -1,4 +1,4 @@
-"""`kit check` and `kit lint` as DESIGN.md specifies them: arguments, JSON shape, exit codes 0/1/2."""
+"""`kit check` and `kit lint` as docs/CONTRACT.md specifies them: arguments, JSON shape, exit codes 0/1/2."""
 
 from __future__ import annotations
 
