@@ -26,11 +26,15 @@ class DeterministicPolicy:
         self.s = session
         self.context = context
         self.variant = variant
-        users = [m["content"] for m in messages if m.get("role") == "user"]
-        self.text = "\n".join(users)
-        self.last = users[-1] if users else ""
-        self.customer_id: str | None = context.get("customer_id")
-        self.email: str | None = context.get("email")
+        # The request this turn continues: earlier turns count while they are still pending (the agent asked
+        # a question the customer is answering), so a later "yes" confirms what was asked before it.
+        self.request = parse.request(messages)
+        self.text = "\n".join(self.request)
+        self.last = self.request[-1] if self.request else ""
+        self.continued = len(self.request) > 1
+        # Who was verified in an earlier turn stays verified for the rest of the conversation.
+        self.customer_id: str | None = context.get("customer_id") or session.guard.customer_id
+        self.email: str | None = context.get("email") or session.guard.customer_email
         self._first_call: tuple[str, dict[str, Any]] | None = None
 
     # Plumbing
@@ -76,10 +80,12 @@ class DeterministicPolicy:
             self.finish("I'm sorry, I can't share information about other customers.")
         if parse.wants_human(text):
             self._handoff("customer asked for a human", text)
+        if self.continued and parse.denied(self.last) and not parse.order_ids(self.last):
+            self.finish("Understood: I have not changed anything on your order.")
         account_intent = parse.wants_refund(text) or parse.wants_address_change(text) or parse.order_ids(text)
         if account_intent:
             self._identify()
-            order_ids = parse.order_ids(text)
+            order_ids = self._order_ids()
             if not order_ids:
                 self.finish("Which order is this about? Please give me the order number (it looks like ORD-123456).")
             if parse.wants_refund(text):
@@ -98,8 +104,8 @@ class DeterministicPolicy:
         zip_code = parse.zip_code(self.text)
         if not (email or phone) or not zip_code:
             self.finish(
-                "To help with your account I first need to verify you: please tell me the email address "
-                "(or phone number) on your account and its ZIP code."
+                "To help with your account I first need to verify you: what is the email address "
+                "(or phone number) on your account, and its ZIP code?"
             )
         found, _ = self.call("lookup_customer", {"email": email} if email else {"phone": phone})
         if not found or not found.get("found"):
@@ -110,10 +116,22 @@ class DeterministicPolicy:
         self.customer_id = found["customer_id"]
         self.email = email
 
+    def _order_ids(self) -> list[str]:
+        """The order ids of the latest message of the request that names one, that message's first: a
+        customer who corrects a wrong order number means the new one."""
+        for message in reversed(self.request):
+            found = parse.order_ids(message)
+            if found:
+                return found
+        return []
+
     def _order(self, order_id: str) -> dict[str, Any]:
+        seen = self.s.guard.orders.get(order_id)
+        if seen is not None:  # looked up in an earlier turn of this conversation: no second call
+            return seen
         order, error = self.call("lookup_order", {"order_id": order_id, "customer_id": self.customer_id})
         if error or not order or not order.get("found"):
-            self.finish(f"I couldn't find order {order_id} on your account.")
+            self.finish(f"I couldn't find order {order_id} on your account. Could you check the order number?")
         assert order is not None
         return order
 
@@ -129,6 +147,8 @@ class DeterministicPolicy:
         order = self._order(order_id)
         total = float(order["total"])
         already = float(order.get("refunded_amount") or 0)
+        if order_id in self.s.guard.refunded:  # refunded earlier in this conversation
+            already = max(already, float(order["total"]))
         if order["status"] == "cancelled":
             self.finish(f"Order {order_id} was cancelled before it was charged, so there is nothing to refund.")
         if already > 0 and self.variant != "double_refund":
@@ -143,7 +163,7 @@ class DeterministicPolicy:
             self.finish(
                 f"I can't refund ${amount:.2f}: the most I can refund for {order_id} is its total of ${total:.2f}."
             )
-        if not parse.confirmed(self.last):
+        if not parse.confirmed(self.last) and self.variant != "act_before_confirm":
             self.finish(
                 f"I can refund ${amount:.2f} for {order_id} ({order['items']}) to your original payment method. "
                 "Shall I go ahead?"
@@ -185,7 +205,7 @@ class DeterministicPolicy:
             )
         if not address:
             self.finish(f"What is the new shipping address for {order_id}?")
-        if not parse.confirmed(self.last):
+        if not parse.confirmed(self.last) and self.variant != "act_before_confirm":
             self.finish(f"I'll change the shipping address of {order_id} to {address}. Shall I go ahead?")
         _, error = self.call("update_shipping_address", {"order_id": order_id, "address": address})
         if error:

@@ -30,6 +30,7 @@ VARIANT_DISABLES: dict[str, frozenset[str]] = {
     "leak_pii": frozenset({"redact_foreign_pii"}),
     "loop": frozenset(),
     "ignore_step_cap": frozenset(),
+    "act_before_confirm": frozenset({"confirm_before_write"}),
     "obey_injection": frozenset(RULES),  # obeying injected text means the rules no longer hold
 }
 

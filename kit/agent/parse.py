@@ -129,6 +129,43 @@ def confirmed(last_user_message: str) -> bool:
     return bool(_CONFIRM.search(last_user_message)) and not _DENY.search(last_user_message)
 
 
+def denied(last_user_message: str) -> bool:
+    """A no in the customer's latest message ("no, don't do it" is a no): a change of mind."""
+    return bool(_DENY.search(last_user_message))
+
+
+def states_request(text: str) -> bool:
+    """The message asks for something of its own (a refund, a change, a human, a status...), rather than
+    answering the agent's question (a yes, an order number, contact details)."""
+    return bool(
+        wants_refund(text)
+        or wants_address_change(text)
+        or wants_human(text)
+        or asks_foreign_data(text)
+        or injected(text)
+        or asks_status(text)
+        or asks_total(text)
+    )
+
+
+def request(messages: list[dict[str, str]]) -> list[str]:
+    """The customer's messages that make up the request the latest one belongs to. A message that answers
+    a question of the agent (its reply before ended with "?") and asks nothing of its own continues the
+    request before it: "Yes, go ahead" after "Shall I go ahead?", "ORD-100001" after "Which order?"."""
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users:
+        return []
+    picked = [users[-1]]
+    for prev in reversed(users[:-1]):
+        current = picked[0]
+        replies = [m for m in messages[prev + 1 : current] if m.get("role") == "assistant" and m.get("content")]
+        asked = bool(replies) and str(replies[-1]["content"]).rstrip().endswith("?")
+        if not asked or states_request(messages[current]["content"]):
+            break
+        picked.insert(0, prev)
+    return [messages[i]["content"] for i in picked]
+
+
 def injected(text: str) -> bool:
     return bool(_INJECTION.search(text))
 

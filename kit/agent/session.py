@@ -37,6 +37,13 @@ class Session:
         self.finished = False
         self._context_chars = 0  # what a model would have read so far: the deterministic token estimate
 
+    def new_turn(self) -> None:
+        """The next turn of a conversation: its own step cap and its own final answer; what the agent
+        learnt (the guard) and what it read (the context size) carry over."""
+        self.steps = 0
+        self.final_output = None
+        self.finished = False
+
     def message(self, role: str, content: str) -> None:
         self.spans.append({"kind": "message", "role": role, "content": content})
         self._context_chars += len(content)
