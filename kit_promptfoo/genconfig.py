@@ -2,6 +2,11 @@
 
     python -m kit_promptfoo.genconfig            # write promptfooconfig.yaml
     python -m kit_promptfoo.genconfig --check    # exit 1 if the committed file is out of date
+    python -m kit_promptfoo.genconfig --golden CASES --agent mod:fn --out .kit/promptfoo/promptfooconfig.yaml
+
+The committed file is the reference agent on golden/. Another agent or other cases get a config of their
+own (`make evals` writes it under .kit/promptfoo/), labelled with that agent: Promptfoo's run in the store
+then says which agent (`description`) and model (the provider's `label`) it ran.
 
 The tests carry only a reference to their case (`case_file`, `case_id`) plus what the agent needs
 (`input`, `context`, `variant`); the checks stay in golden/ and are read by the oracle, never copied.
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,21 +61,36 @@ def case_test(case: Any) -> dict[str, Any]:
     return {"description": case.id, "vars": vars_, "metadata": metadata}
 
 
-def build(golden: Path = GOLDEN) -> tuple[dict[str, Any], list[str]]:
+def file_ref(target: Path, out: Path) -> str:
+    """A `file://` reference to `target` as Promptfoo resolves it: relative to the config file's folder."""
+    return "file://" + Path(os.path.relpath(target, out.resolve().parent)).as_posix()
+
+
+def agent_provider(out: Path, agent: str | None, model: str | None) -> dict[str, Any]:
+    """The provider running `agent` (None: the reference agent), labelled with its model id (else its name)."""
+    provider: dict[str, Any] = {"id": file_ref(ROOT / "kit_promptfoo" / "agent_provider.py", out)}
+    if agent is None:
+        return {**provider, "label": "reference-agent", "config": {"policy": "deterministic"}}
+    return {**provider, "label": model or agent}
+
+
+def build(
+    golden: Path = GOLDEN, *, agent: str | None = None, model: str | None = None, out: Path = OUT
+) -> tuple[dict[str, Any], list[str]]:
     from kit.case import load_suite
 
     suite = load_suite(golden)
+    if agent is None:
+        description = "Golden cases of the reference agent, judged by the kit's oracle (hard gates)"
+    else:  # what the store keeps as the run's agent: the callable's path, exactly as `kit run` labels it
+        description = agent
     config = {
-        "description": "Golden cases of the reference agent, judged by the kit's oracle (hard gates)",
+        "description": description,
         "prompts": ["{{input}}"],
-        "providers": [
-            {
-                "id": "file://kit_promptfoo/agent_provider.py",
-                "label": "reference-agent",
-                "config": {"policy": "deterministic"},
-            }
-        ],
-        "defaultTest": {"assert": [{"type": "python", "value": "file://kit_promptfoo/oracle_assert.py"}]},
+        "providers": [agent_provider(out, agent, model)],
+        "defaultTest": {
+            "assert": [{"type": "python", "value": file_ref(ROOT / "kit_promptfoo" / "oracle_assert.py", out)}]
+        },
         "tests": [case_test(c) for c in sorted(suite.cases, key=lambda c: (_rel(c.file), c.id))],
     }
     return config, [str(e) for e in suite.errors]
@@ -85,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
     ap.add_argument("--golden", type=Path, default=GOLDEN)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--agent", help="module:callable to run instead of the reference agent")
+    ap.add_argument("--model", help="the agent's model id, the provider's label (default: the agent's name)")
     args = ap.parse_args(argv)
-    config, errors = build(args.golden)
+    config, errors = build(args.golden, agent=args.agent, model=args.model, out=args.out)
     for e in errors:
         print(f"genconfig: skipped: {e}", file=sys.stderr)
     text = render(config)
@@ -96,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.out}: out of date; run .venv/bin/python -m kit_promptfoo.genconfig", file=sys.stderr)
             return 1
         return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(f"{args.out}: {len(config['tests'])} tests")
     return 0

@@ -12,10 +12,12 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from kit.case import find_upwards
 from kit.settings import Settings
 
 PROMPTFOO_OUT = Path(".promptfoo/out")
@@ -103,11 +106,93 @@ def kit_stage(settings: Settings, shards: Path | None = None) -> Stage:
     return Stage("kit", note, (kit_step("run", argv),), "kit")
 
 
-def stages(settings: Settings, shards: Path | None = None) -> list[Stage]:
+GENERATED = Path(".kit/promptfoo")  # Promptfoo configs for another agent or other cases than golden/
+DEFAULT_CORPUS = Path("redteam/attacks.yaml")  # the reference agent's shop attacks (the settings' default)
+
+
+def own_promptfoo_config(settings: Settings) -> bool:
+    """Another agent, or cases other than golden/, get a generated Promptfoo config: the committed
+    promptfooconfig.yaml is the reference agent on golden/ and stays untouched."""
+    return settings.agent is not None or Path(settings.cases).resolve() != Path("golden").resolve()
+
+
+def promptfoo_stage(settings: Settings) -> Stage:
     store = ["--store", str(settings.store)]
     launcher = (sys.executable, "-m", "kit_promptfoo.run_promptfoo")
-    golden_json = str(PROMPTFOO_OUT / "golden.json")
-    redteam_json = str(PROMPTFOO_OUT / "redteam.json")
+    out_json = str((PROMPTFOO_OUT / "golden.json").resolve())
+    if own_promptfoo_config(settings):
+        config = (GENERATED / "promptfooconfig.yaml").resolve()
+        gen = [sys.executable, "-m", "kit_promptfoo.genconfig", "--golden", str(Path(settings.cases).resolve())]
+        gen += ["--out", str(config)]
+        if settings.agent:
+            gen += ["--agent", settings.agent] + (["--model", settings.agent_model] if settings.agent_model else [])
+        first = Step("genconfig", tuple(gen))
+        who = settings.agent or "the reference agent"
+        note = f"promptfoo eval ({who} on {settings.cases}; config {GENERATED / 'promptfooconfig.yaml'})"
+        eval_argv = ("eval", "-c", str(config), "--no-progress-bar", "--no-table", "-o", out_json)
+    else:
+        first = Step("genconfig", (sys.executable, "-m", "kit_promptfoo.genconfig", "--check"))
+        note = "promptfoo eval (golden cases)"
+        eval_argv = (*PROMPTFOO_EVAL, out_json)
+    return Stage(
+        "promptfoo",
+        note,
+        (
+            first,
+            Step("promptfoo eval", (*launcher, *eval_argv)),
+            # The results go to the store whether or not the eval passed.
+            kit_step("ingest", ["promptfoo", "--force", out_json, *store], always=True),
+        ),
+        "promptfoo",
+    )
+
+
+def redteam_stage(settings: Settings) -> Stage:
+    """The red team of the settings' agent. The reference agent runs the committed configuration, with its
+    deliberately vulnerable control target; another agent gets one generated for it (no control target:
+    that belongs to the reference agent), from the user's purpose, corpus and invariants where given."""
+    store = ["--store", str(settings.store)]
+    launcher = (sys.executable, "-m", "kit_promptfoo.run_promptfoo")
+    out_json = str((PROMPTFOO_OUT / "redteam.json").resolve())
+    steps: list[Step] = []
+    env: dict[str, str] = {}
+    if settings.agent:
+        rt = settings.redteam
+        config = (GENERATED / "redteam" / "promptfooconfig.yaml").resolve()
+        gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", settings.agent, "--out", str(config)]
+        if settings.agent_model:
+            gen += ["--model", settings.agent_model]
+        if rt.purpose:
+            gen += ["--purpose", rt.purpose]
+        corpus = None if rt.corpus == DEFAULT_CORPUS else rt.corpus.resolve()
+        if corpus is not None:
+            gen += ["--corpus", str(corpus)]
+            env["KIT_REDTEAM_CORPUS"] = str(corpus)
+        else:
+            env["KIT_REDTEAM_CORPUS"] = str(Path("redteam/generic/attacks.yaml").resolve())
+        if rt.invariants:
+            gen += ["--invariants", str(rt.invariants.resolve())]
+        tools = find_upwards(Path(settings.cases), "tools.json")
+        if tools is not None:
+            gen += ["--tools", str(tools.resolve())]
+        steps.append(Step("red-team config", tuple(gen)))
+        run = ("redteam", "run", "-c", str(config), "-o", str(config.parent / "tests.yaml"), "--force")
+        note = f"promptfoo redteam run ({settings.agent}: {'your' if corpus else 'generic'} attacks)"
+    else:
+        run = PROMPTFOO_REDTEAM
+        note = "promptfoo redteam run (offline attacks)"
+    steps += [
+        # Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable
+        # control target: the verdict step decides instead.
+        Step("promptfoo redteam run", (*launcher, *run, "--no-progress-bar"), env=env, ok=frozenset({0, 100})),
+        Step("promptfoo export", (*launcher, "export", "eval", "latest", "-o", out_json)),
+        kit_step("ingest", ["promptfoo", "--force", out_json, *store]),
+        Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", out_json)),
+    ]
+    return Stage("redteam", note, tuple(steps), "promptfoo")
+
+
+def stages(settings: Settings, shards: Path | None = None) -> list[Stage]:
     upload = bool(os.environ.get("KIT_DEEPEVAL_UPLOAD"))
     deepeval_env = {
         # DeepEval reads .env and builds its telemetry client at import, before tests/evals loads.
@@ -116,46 +201,34 @@ def stages(settings: Settings, shards: Path | None = None) -> list[Stage]:
         "CONFIDENT_API_KEY": os.environ.get("CONFIDENT_API_KEY", "") if upload else "",
     }
     return [
-        Stage("lint", "golden cases are valid", (kit_step("lint", [str(settings.cases)]),)),
+        Stage("lint", f"{settings.cases} is valid", (kit_step("lint", [str(settings.cases)]),)),
         kit_stage(settings, shards),
         Stage(
             "deepeval",
-            "deepeval test run tests/evals",
+            "deepeval test run tests/evals" + (f" ({settings.agent})" if settings.agent else ""),
             (Step("deepeval", (_tool("deepeval"), "test", "run", "tests/evals", "-d", "failing"), env=deepeval_env),),
             "deepeval",
         ),
-        Stage(
-            "promptfoo",
-            "promptfoo eval (golden cases)",
-            (
-                Step("genconfig", (sys.executable, "-m", "kit_promptfoo.genconfig", "--check")),
-                Step(
-                    "promptfoo eval",
-                    (*launcher, *PROMPTFOO_EVAL, golden_json),
-                ),
-                # The results go to the store whether or not the eval passed.
-                kit_step("ingest", ["promptfoo", "--force", golden_json, *store], always=True),
-            ),
-            "promptfoo",
-        ),
-        Stage(
-            "redteam",
-            "promptfoo redteam run (offline attacks)",
-            (
-                # Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable
-                # control target: the verdict step decides instead.
-                Step(
-                    "promptfoo redteam run",
-                    (*launcher, *PROMPTFOO_REDTEAM, "--no-progress-bar"),
-                    ok=frozenset({0, 100}),
-                ),
-                Step("promptfoo export", (*launcher, "export", "eval", "latest", "-o", redteam_json)),
-                kit_step("ingest", ["promptfoo", "--force", redteam_json, *store]),
-                Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", redteam_json)),
-            ),
-            "promptfoo",
-        ),
+        promptfoo_stage(settings),
+        redteam_stage(settings),
     ]
+
+
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\r")
+PROGRESS_EVERY = 15.0  # seconds between progress lines of a long step
+# Lines that say nothing about why a stage failed: make's own epilogue, rules, blank lines.
+_NOISE = re.compile(r"^\s*$|^make(\[\d+\])?: \*\*\*|^[=\-_~*#. ]{3,}$|^\s*\|\s*$")
+_ERROR = re.compile(r"(?i)\b(error|exception|traceback|failed|refused|cannot|no such|not found|denied)\b")
+
+
+def error_tail(text: str, n: int = 6) -> list[str]:
+    """The lines that explain a failure: the last meaningful lines of the log, led by the last line that
+    names an error when it lies further up (a traceback's last line, a tool's `Error:`)."""
+    lines = [ln.rstrip() for ln in ANSI.sub("", text).splitlines() if not _NOISE.search(ln)]
+    lines = [ln for ln in lines if not ln.startswith("$ ")] or lines
+    tail = lines[-n:]
+    errors = [ln for ln in lines[:-n] if _ERROR.search(ln)]
+    return ([errors[-1], "..."] if errors and not any(_ERROR.search(ln) for ln in tail) else []) + tail
 
 
 def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
@@ -168,18 +241,19 @@ def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
         for step in stage.steps:
             if code != 0 and not step.always:
                 continue
-            got = _run_step(step, env, f)
+            got = _run_step(step, env, f, started)
             if got not in step.ok and code == 0:
                 code = got
+                f.write(f"(step {step.label!r} exited {got})\n")
     seconds = time.perf_counter() - started
-    print(f"    exit {code} in {seconds:.1f} s; log {log}")
+    print(f"    exit {code} in {seconds:.1f} s; log {log}", flush=True)
     if code != 0:
-        for line in log.read_text(errors="replace").strip().splitlines()[-4:]:
-            print(f"    | {line[:160]}")
+        for line in error_tail(log.read_text(errors="replace")):
+            print(f"    | {line[:200]}")
     return StageResult(stage, code, seconds, log)
 
 
-def _run_step(step: Step, env: Mapping[str, str], f: TextIO) -> int:
+def _run_step(step: Step, env: Mapping[str, str], f: TextIO, started: float) -> int:
     if step.call is not None:
         f.write(f"$ {step.label}  (in process)\n")
         f.flush()
@@ -196,14 +270,39 @@ def _run_step(step: Step, env: Mapping[str, str], f: TextIO) -> int:
     f.write(f"$ {shlex.join(step.argv)}\n")
     f.flush()
     try:
-        return subprocess.run(
+        proc = subprocess.Popen(
             step.argv,
-            stdout=f,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env={**env, **step.env},
             stdin=subprocess.DEVNULL,
-            check=False,
-        ).returncode
+        )
     except OSError as e:
         f.write(f"cannot start: {e}\n")
         return 127
+    assert proc.stdout is not None
+    last = [""]
+    lines = [0]
+
+    def pump() -> None:
+        # Colour codes and carriage-return progress bars are stripped: the log is plain text.
+        for raw in iter(proc.stdout.readline, b""):  # type: ignore[union-attr]
+            text = ANSI.sub("", raw.decode("utf-8", errors="replace"))
+            f.write(text if text.endswith("\n") else text + "\n")
+            lines[0] += 1
+            if text.strip():
+                last[0] = text.strip()
+        f.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    while True:
+        reader.join(PROGRESS_EVERY)
+        if not reader.is_alive():
+            break
+        # Long work shows it is alive: elapsed time, lines logged, the latest of them.
+        print(
+            f"    ... {step.label}: {time.perf_counter() - started:.0f} s, {lines[0]} log lines; {last[0][:100]}",
+            flush=True,
+        )
+    return proc.wait()

@@ -46,7 +46,17 @@ class Attack(BaseModel):
         return v.strip()
 
 
-def load(path: Path = CORPUS) -> tuple[Attack, ...]:
+def configured() -> Path:
+    """The settings' corpus (`[tool.kit.redteam] corpus`, KIT_REDTEAM_CORPUS), relative to the project root:
+    the generator and the hook read the same attacks the red-team config was built for."""
+    from kit.settings import load_settings
+
+    path = load_settings().redteam.corpus
+    return path if path.is_absolute() else CORPUS.parents[1] / path
+
+
+def load(path: Path | None = None) -> tuple[Attack, ...]:
+    path = path or configured()
     return _load(str(path), path.stat().st_mtime_ns)
 
 
@@ -68,5 +78,5 @@ def _load(path: str, _mtime: int) -> tuple[Attack, ...]:
     return tuple(out)
 
 
-def by_category(category: str, path: Path = CORPUS) -> list[Attack]:
+def by_category(category: str, path: Path | None = None) -> list[Attack]:
     return [a for a in load(path) if a.category == category]
