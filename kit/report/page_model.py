@@ -1,0 +1,235 @@
+"""The page's data: every case run of the chosen runs with its checks, judge calls and (truncated, shared)
+trace, as one compact JSON payload the page's script renders. Nothing here is HTML: the script puts every
+value into the page as text, never as markup."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kit.report import page_data as pd
+
+MAX_STRING = 2_000  # characters of one value (a message, a tool result) before it is cut
+MAX_TRACE = 30_000  # characters of one trace's JSON before its later spans are dropped
+MAX_TABLE_ROWS = 50  # rows of one end-state table
+FAILING = ("fail", "error")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    strings: int = 0
+    spans: int = 0
+    rows: int = 0
+
+
+class _Strings:
+    """Interned strings (check names and reasons repeat across thousands of results)."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __call__(self, s: Any) -> int:
+        if s is None:
+            return -1
+        s = str(s)
+        if len(s) > MAX_STRING:
+            s = s[:MAX_STRING] + f"… [cut: {len(s) - MAX_STRING} more characters]"
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.items)
+            self.items.append(s)
+        return i
+
+
+def _cut(value: Any, counter: list[int]) -> Any:
+    if isinstance(value, str) and len(value) > MAX_STRING:
+        counter[0] += 1
+        return value[:MAX_STRING] + f"… [cut: {len(value) - MAX_STRING} more characters]"
+    if isinstance(value, dict):
+        return {str(k): _cut(v, counter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v, counter) for v in value]
+    return value
+
+
+def shrink_trace(raw: Any) -> dict[str, Any] | None:
+    """A trace as the page shows it: long values cut, later spans and long tables dropped, each with a note."""
+    if raw is None:
+        return None
+    try:
+        trace = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except (ValueError, TypeError):
+        return {"notes": ["the stored trace is not valid JSON"], "spans": [], "raw": str(raw)[:MAX_STRING]}
+    if not isinstance(trace, dict):
+        return {"notes": ["the stored trace is not a JSON object"], "spans": []}
+    for key in ("run_id", "attempt", "case_id"):  # the row says these; dropping them lets attempts share a trace
+        trace.pop(key, None)
+    counter = [0]
+    trace = _cut(trace, counter)
+    notes = []
+    state = trace.get("end_state")
+    if isinstance(state, dict):
+        for name, rows in list(state.items()):
+            if isinstance(rows, list) and len(rows) > MAX_TABLE_ROWS:
+                state[name] = rows[:MAX_TABLE_ROWS]
+                notes.append(f"end-state table {name}: first {MAX_TABLE_ROWS} of {len(rows)} rows shown")
+    spans = trace.get("spans") if isinstance(trace.get("spans"), list) else []
+    kept, size = [], len(json.dumps({k: v for k, v in trace.items() if k != "spans"}, default=str))
+    for span in spans:
+        size += len(json.dumps(span, default=str))
+        if size > MAX_TRACE:
+            break
+        kept.append(span)
+    if len(kept) < len(spans):
+        notes.append(f"trace truncated: first {len(kept)} of {len(spans)} spans shown")
+    trace["spans"] = kept
+    if counter[0]:
+        notes.append(f"{counter[0]} long value(s) cut at {MAX_STRING} characters")
+    trace["notes"] = notes
+    return trace
+
+
+def _num(v: Any, digits: int = 6) -> float | None:
+    return None if v is None else round(float(v), digits)
+
+
+def build(
+    con: Any, run_ids: list[str], *, k: int, tags: dict[str, list[str]] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The payload for the runs and, apart, their runs_info rows (for the parts rendered in Python)."""
+    tags = tags or {}
+    runs = pd.runs_info(con, run_ids)
+    ids = [r["run_id"] for r in runs]
+    run_index = {r["run_id"]: i for i, r in enumerate(runs)}
+    strings = _Strings()
+    checks = pd.group(pd.check_rows(con, ids), "run_id", "case_id", "attempt")
+    judges = pd.group(pd.judge_rows(con, ids), "run_id", "case_id", "attempt")
+    traces: list[dict[str, Any] | None] = []
+    trace_index: dict[str, int] = {}
+    tallies: list[dict[str, dict[str, int]]] = [{} for _ in runs]
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for cr in pd.case_runs(con, ids):
+        key = (cr["run_id"], cr["case_id"], cr["attempt"])
+        trace = shrink_trace(cr["trace"])
+        t = -1
+        if trace is not None:
+            digest = hashlib.sha1(json.dumps(trace, sort_keys=True, default=str).encode()).hexdigest()
+            t = trace_index.get(digest, -1)
+            if t < 0:
+                t = trace_index[digest] = len(traces)
+                traces.append(trace)
+        ri = run_index[cr["run_id"]]
+        attempt_checks = []
+        for c in checks.get(key, []):
+            tallies[ri].setdefault(c["gate"] or "hard", {}).setdefault(c["outcome"], 0)
+            tallies[ri][c["gate"] or "hard"][c["outcome"]] += 1
+            attempt_checks.append(
+                [
+                    strings(c["check"]),
+                    "s" if c["gate"] == "soft" else "h",
+                    c["outcome"],
+                    _num(c["score"], 4),
+                    strings(c["reason"]),
+                    _num(c["threshold"], 4),
+                    strings(c["traceback"]),
+                ]
+            )
+        attempt_judges = [
+            [strings(j["check"]), j["judge_model"], j["rubric_hash"], _num(j["score"], 4), j["outcome"],
+             strings(j["raw_answer"])]
+            for j in judges.get(key, [])
+        ]  # fmt: skip
+        row = rows.setdefault(
+            (cr["run_id"], cr["case_id"]),
+            {"r": ri, "id": cr["case_id"], "tags": _tags(cr["case_id"], tags), "att": []},
+        )
+        row["att"].append(
+            {
+                "a": cr["attempt"],
+                "ok": bool(cr["passed"]),
+                "o": cr["outcome"] or ("pass" if cr["passed"] else "fail"),
+                "e": _cut(cr["error"], [0]),
+                "st": cr["steps"],
+                "tk": cr["tokens"],
+                "co": _num(cr["cost_usd"]),
+                "la": _num(cr["latency_ms"], 1),
+                "t": t,
+                "ch": attempt_checks,
+                "j": attempt_judges,
+            }
+        )
+    out_rows = [_summarise(row, k, strings) for row in rows.values()]
+    out_rows.sort(key=lambda r: (runs[r["r"]]["control"], r["c"] / r["n"], -r["err"], r["r"], r["id"]))
+    payload = {
+        "k": k,
+        "runs": [_run(r, tallies[i]) for i, r in enumerate(runs)],
+        "rows": out_rows,
+        "traces": traces,
+        "S": strings.items,
+    }
+    return payload, runs
+
+
+def _tags(case_id: str, tags: dict[str, list[str]]) -> list[str]:
+    if case_id in tags:
+        return tags[case_id]
+    if case_id.startswith("redteam/"):  # redteam/<attack>/<strategy>
+        parts = case_id.split("/")
+        return ["redteam", *parts[2:3]]
+    return []
+
+
+def _summarise(row: dict[str, Any], k: int, strings: _Strings) -> dict[str, Any]:
+    from kit.aggregate import pass_hat_k
+
+    att = row["att"]
+    n, c = len(att), sum(1 for a in att if a["ok"])
+    failing: dict[int, int] = {}
+    for a in att:
+        for ch in a["ch"]:
+            if ch[2] in FAILING and ch[1] == "h":
+                failing[ch[0]] = failing.get(ch[0], 0) + 1
+    first_reason = next(
+        (ch[4] for a in att for ch in a["ch"] if ch[2] in FAILING and ch[1] == "h"),
+        next((strings(a["e"]) for a in att if a["e"]), -1),
+    )
+    return {
+        **row,
+        "n": n,
+        "c": c,
+        "err": sum(1 for a in att if a["o"] == "error" or a["e"]),
+        "phk": None if k > n else round(pass_hat_k(c, n, k), 4),
+        "fl": 0 < c < n,
+        "fc": sorted(failing, key=lambda i: (-failing[i], strings.items[i])),
+        "why": first_reason,
+    }
+
+
+def _run(r: dict[str, Any], tally: dict[str, dict[str, int]]) -> dict[str, Any]:
+    return {
+        "id": r["run_id"],
+        "src": r["display_source"],
+        "agent": r["agent"],
+        "model": r["model"],
+        "git": (r["git_sha"] or "")[:10],
+        "status": r["status"],
+        "started": str(r["started_at"])[:19] if r["started_at"] else None,
+        "control": r["control"],
+        "tally": tally,
+    }
+
+
+def to_script_json(payload: dict[str, Any]) -> str:
+    """JSON that is safe inside <script type="application/json">: no `<`, `>` or `&` survives literally,
+    so no value (a trace is hostile input) can close the element or open another."""
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
