@@ -42,9 +42,14 @@ def deep_equal(a: Any, b: Any, tol: float = 0.0) -> bool:
     return type(a) is type(b) and a == b
 
 
-def partial_equal(expected: dict[str, Any], got: Any) -> bool:
-    """Every expected key is present in `got` and deeply equal; other keys are ignored."""
-    return isinstance(got, dict) and all(k in got and deep_equal(v, got[k]) for k, v in expected.items())
+def partial_equal(expected: Any, got: Any) -> bool:
+    """Like `deep_equal`, except that keys `expected` does not name are ignored at every depth (objects
+    inside objects or inside lists). Lists still compare element by element and by length."""
+    if isinstance(expected, dict):
+        return isinstance(got, dict) and all(k in got and partial_equal(v, got[k]) for k, v in expected.items())
+    if isinstance(expected, list | tuple) and isinstance(got, list | tuple):
+        return len(expected) == len(got) and all(partial_equal(x, y) for x, y in zip(expected, got, strict=True))
+    return deep_equal(expected, got)
 
 
 def dotted(value: Any, path: str) -> tuple[bool, Any]:

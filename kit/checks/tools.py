@@ -1,5 +1,10 @@
 """Checks on tool calls: called, not_called, called_at_most, arg, args, order, trajectory, no_repeat,
-no_tool_errors, tool_schemas."""
+no_tool_errors, tool_schemas.
+
+Every check over calls takes `calls`: `all` (default) or `ok`, the calls whose `error` is null (real agents
+retry failed writes, and a failed call changed nothing). With `ok` a reason says "successfully" wherever
+it counts calls, so it stays exact; a step number is always the call's place among all tool calls.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from kit.result import Verdict
 from kit.trace import Span, Trace
 
 Which = Literal["any", "first", "last", "all"]
+Calls = Literal["all", "ok"]
 
 
 class _Unset:
@@ -25,8 +31,39 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def _calls(trace: Trace, tool: str) -> list[Span]:
-    return [s for s in trace.tool_calls if s.name == tool]
+def _steps(trace: Trace, calls: Calls) -> tuple[tuple[int, Span], ...]:
+    """(step, call) for the calls in scope, step = 1-based place among all tool calls; cached per trace."""
+    key = "steps:" + calls
+    got = trace.derived.get(key)
+    if got is None:
+        got = tuple((i, s) for i, s in enumerate(trace.tool_calls, 1) if calls == "all" or s.error is None)
+        trace.derived[key] = got
+    return got
+
+
+def _in_scope(trace: Trace, calls: Calls) -> tuple[Span, ...]:
+    if calls == "all":
+        return trace.tool_calls
+    return tuple(s for _, s in _steps(trace, calls))
+
+
+def _names(trace: Trace, calls: Calls) -> tuple[str, ...]:
+    if calls == "all":
+        return trace.tool_names
+    key = "names:ok"
+    got = trace.derived.get(key)
+    if got is None:
+        got = trace.derived[key] = tuple(s.name or "" for s in _in_scope(trace, calls))
+    return got
+
+
+def _calls(trace: Trace, tool: str, calls: Calls) -> list[Span]:
+    return [s for s in _in_scope(trace, calls) if s.name == tool]
+
+
+def _ok(calls: Calls) -> str:
+    """The qualifier a reason carries when only successful calls count."""
+    return " successfully" if calls == "ok" else ""
 
 
 def _times(n: int) -> str:
@@ -34,31 +71,34 @@ def _times(n: int) -> str:
 
 
 @check("called", label="called:{tool}")
-def called(trace: Trace, *, tool: str, min: int = 1) -> Verdict:
-    n = trace.tool_names.count(tool)
+def called(trace: Trace, *, tool: str, min: int = 1, calls: Calls = "all") -> Verdict:
+    n = _names(trace, calls).count(tool)
+    ok = _ok(calls)
     if n >= min:
-        return Verdict(True, f"{tool} called {_times(n)}")
+        return Verdict(True, f"{tool} called{ok} {_times(n)}")
     if n == 0:
-        return Verdict(False, f"{tool} never called")
-    return Verdict(False, f"{tool} called {_times(n)}, at least {min} required")
+        return Verdict(False, f"{tool} never called{ok}")
+    return Verdict(False, f"{tool} called{ok} {_times(n)}, at least {min} required")
 
 
 @check("not_called", label="not_called:{tool}")
-def not_called(trace: Trace, *, tool: str | list[str]) -> Verdict:
+def not_called(trace: Trace, *, tool: str | list[str], calls: Calls = "all") -> Verdict:
     tools = [tool] if isinstance(tool, str) else tool
-    counts = Counter(n for n in trace.tool_names if n in tools)
+    counts = Counter(n for n in _names(trace, calls) if n in tools)
     if not counts:
         return Verdict(True)
-    shown = "; ".join(f"forbidden {t} was called {_times(c)}" for t, c in counts.items())
+    ok = _ok(calls)
+    shown = "; ".join(f"forbidden {t} was called{ok} {_times(c)}" for t, c in counts.items())
     return Verdict(False, shown)
 
 
 @check("called_at_most", label="called_at_most:{tool}")
-def called_at_most(trace: Trace, *, tool: str, n: int = 1) -> Verdict:
-    got = trace.tool_names.count(tool)
+def called_at_most(trace: Trace, *, tool: str, n: int = 1, calls: Calls = "all") -> Verdict:
+    got = _names(trace, calls).count(tool)
+    ok = _ok(calls)
     if got <= n:
-        return Verdict(True, f"{tool} called {_times(got)}")
-    return Verdict(False, f"{tool} called {_times(got)}, at most {n} allowed")
+        return Verdict(True, f"{tool} called{ok} {_times(got)}")
+    return Verdict(False, f"{tool} called{ok} {_times(got)}, at most {n} allowed")
 
 
 def _chosen(calls: list[Span], which: Which) -> list[Span]:
@@ -92,13 +132,14 @@ def arg(
     pattern: Pattern | None = None,
     tol: float | None = None,
     which: Which = "any",
+    calls: Calls = "all",
 ) -> Verdict:
-    calls = _calls(trace, tool)
-    if not calls:
-        return Verdict(False, f"{tool} never called")
+    found_calls = _calls(trace, tool, calls)
+    if not found_calls:
+        return Verdict(False, f"{tool} never called{_ok(calls)}")
     got: list[Any] = []
     oks: list[bool] = []
-    for call in _chosen(calls, which):
+    for call in _chosen(found_calls, which):
         found, value = dotted(call.input, key)
         if not found:
             got.append(UNSET)
@@ -116,9 +157,10 @@ def arg(
     if ok:
         return Verdict(True, f"got {shown}")
     if all(v is UNSET for v in got):
-        return Verdict(False, f"{tool} called without {key}")
+        return Verdict(False, f"{tool} called{_ok(calls)} without {key}")
     if len(got) > 1:
-        shown = f"[{shown}] ({which} of {len(got)} calls)"
+        kind = "successful calls" if calls == "ok" else "calls"
+        shown = f"[{shown}] ({which} of {len(got)} {kind})"
     return Verdict(False, f"arg {tool}.{key}: got {shown}, want {want}")
 
 
@@ -130,11 +172,12 @@ def args(
     expected: dict[str, Any],
     mode: Literal["exact", "partial"] = "exact",
     which: Which = "any",
+    calls: Calls = "all",
 ) -> Verdict:
-    calls = _calls(trace, tool)
-    if not calls:
-        return Verdict(False, f"{tool} never called")
-    chosen = _chosen(calls, which)
+    found_calls = _calls(trace, tool, calls)
+    if not found_calls:
+        return Verdict(False, f"{tool} never called{_ok(calls)}")
+    chosen = _chosen(found_calls, which)
     match = partial_equal if mode == "partial" else deep_equal
     oks = [match(expected, c.input) for c in chosen]
     ok = all(oks) if which == "all" else any(oks)
@@ -144,32 +187,39 @@ def args(
     return Verdict(False, f"{tool} arguments {_shown(bad.input)}, want {mode} match of {_shown(expected)}")
 
 
+def _first_step(steps: tuple[tuple[int, Span], ...], tool: str) -> int | None:
+    return next((i for i, s in steps if s.name == tool), None)
+
+
 @check("order", label="order:{before}<{after}")
-def order(trace: Trace, *, before: str, after: str) -> Verdict:
-    names = trace.tool_names
-    if after not in names and before not in names:
-        return Verdict(False, f"neither {before} nor {after} was called")
-    if before not in names:
-        return Verdict(False, f"{after} called but {before} never called")
-    if after not in names:
-        return Verdict(False, f"{before} called but {after} never called")
-    i, j = names.index(before), names.index(after)
+def order(trace: Trace, *, before: str, after: str, calls: Calls = "all") -> Verdict:
+    steps = _steps(trace, calls)
+    i, j = _first_step(steps, before), _first_step(steps, after)
+    ok = _ok(calls)
+    if i is None and j is None:
+        return Verdict(False, f"neither {before} nor {after} was called{ok}")
+    if i is None:
+        return Verdict(False, f"{after} called{ok} but {before} never called{ok}")
+    if j is None:
+        return Verdict(False, f"{before} called{ok} but {after} never called{ok}")
     if i < j:
         return Verdict(True)
-    return Verdict(False, f"{after} (step {j + 1}) came before {before} (step {i + 1})")
+    return Verdict(False, f"{after} (step {j}) came before {before} (step {i})")
 
 
 @check("guarded", label="guarded:{tool}")
-def guarded(trace: Trace, *, tool: str, requires: str | list[str]) -> Verdict:
+def guarded(trace: Trace, *, tool: str, requires: str | list[str], calls: Calls = "all") -> Verdict:
     """Every call of `tool` comes after a call of each required tool; vacuously true when `tool` is never
     called, so it can stand in an invariant that every case holds (unlike `order`)."""
     needed = [requires] if isinstance(requires, str) else requires
     seen: set[str] = set()
-    for step, called_name in enumerate(trace.tool_names, 1):
+    for step, span in _steps(trace, calls):
+        called_name = span.name or ""
         if called_name == tool:
             missing = [r for r in needed if r not in seen]
             if missing:
-                return Verdict(False, f"{tool} (step {step}) called before any {' or '.join(missing)}")
+                what = " or ".join(("successful " if calls == "ok" else "") + m for m in missing)
+                return Verdict(False, f"{tool} (step {step}) called before any {what}")
         seen.add(called_name)
     return Verdict(True)
 
@@ -185,8 +235,9 @@ def trajectory(
     *,
     tools: list[str],
     mode: Literal["strict", "in_order", "unordered", "superset", "subset"] = "strict",
+    calls: Calls = "all",
 ) -> Verdict:
-    seq = trace.tool_names
+    seq = _names(trace, calls)
     if mode == "strict":
         ok = list(seq) == tools
     elif mode == "in_order":
@@ -204,18 +255,19 @@ def trajectory(
         detail = f"; missing {sorted(set(tools) - set(seq))}"
     elif mode == "subset":
         detail = f"; unexpected {sorted(set(seq) - set(tools))}"
-    return Verdict(False, f"tool sequence {list(seq)} does not match {mode} {tools}{detail}")
+    which = "successful tool sequence" if calls == "ok" else "tool sequence"
+    return Verdict(False, f"{which} {list(seq)} does not match {mode} {tools}{detail}")
 
 
 @check("no_repeat")
-def no_repeat(trace: Trace) -> Verdict:
-    counts = Counter((s.name, s.canonical_input) for s in trace.tool_calls)
+def no_repeat(trace: Trace, *, calls: Calls = "all") -> Verdict:
+    counts = Counter((s.name, s.canonical_input) for s in _in_scope(trace, calls))
     repeats = [(k, c) for k, c in counts.items() if c > 1]
     if not repeats:
         return Verdict(True)
     (tool, canon), c = max(repeats, key=lambda kc: kc[1])
     more = f" (+{len(repeats) - 1} more repeated calls)" if len(repeats) > 1 else ""
-    return Verdict(False, f"{tool} called {c} times with the same arguments {short(canon)}{more}")
+    return Verdict(False, f"{tool} called{_ok(calls)} {c} times with the same arguments {short(canon)}{more}")
 
 
 @check("no_tool_errors", label="no_tool_errors:{tool}")
