@@ -1,5 +1,8 @@
 """`kit compare A B`: cases that flipped between two runs, the pass-rate change per case, and the checks
-that caused each flip. A and B: run ids (or prefixes), latest, previous, latest~N, a git sha or a model id."""
+that caused each flip. A and B: run ids (or prefixes), latest, previous, latest~N, a git sha or a model
+id. Without arguments: previous latest, where latest is the newest run that is not a red-team control
+(right after `make evals`, its kit run) and previous is latest's baseline (the run before it of the same
+source and agent)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,9 @@ import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", help="the earlier run (e.g. previous, a git sha, a model id)")
+    parser.add_argument(
+        "a", nargs="?", default="previous", help="the earlier run (default previous: the baseline of latest)"
+    )
     parser.add_argument("b", nargs="?", default="latest", help="the later run (default latest)")
     parser.add_argument("--source", choices=("kit", "deepeval", "promptfoo"), help="only runs from this source")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")

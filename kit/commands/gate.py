@@ -8,10 +8,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kit.store import Store
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--run", action="append", help="run(s) to gate (repeatable; default latest)")
+    parser.add_argument(
+        "--run",
+        action="append",
+        help="run(s) to gate (repeatable; default: the gated runs of the last make evals, else latest)",
+    )
     parser.add_argument("--source", choices=("kit", "deepeval", "promptfoo"), help="only runs from this source")
     parser.add_argument("--baseline", help="a run to compare against: previous, run id, git sha or model id")
     parser.add_argument("--config", help="gate policy file (default: the settings' gates, gates.yaml)")
@@ -27,14 +35,19 @@ def main(args: argparse.Namespace) -> int:
     from kit.store import queries as q
 
     try:
+        if args.config and not Path(args.config).is_file():
+            raise KitInputError("no such gate policy file", file=args.config)
         policy = load_policy(Path(args.config) if args.config else load_settings().gates)
     except KitInputError as e:
         print(f"kit gate: {e}", file=sys.stderr)
         return 2
     store = open_store(args.store)
+    # A disk that cannot take results may have lost the latest run: never gate the one before it instead.
+    store.check_writable()
     failed = False
     try:
-        for ref in args.run or ["latest"]:
+        refs = args.run or _default_runs(store, args.source)
+        for ref in refs:
             data = gather(store, ref, source=args.source)
             baseline = None
             baseline_soft: list[dict] = []
@@ -62,3 +75,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"kit gate: {store.path}: {e}", file=sys.stderr)
         return 2
     return 1 if failed else 0
+
+
+def _default_runs(store: Store, source: str | None) -> list[str]:
+    """No --run: every gated run of the last `make evals` (never its red-team control), while no newer run
+    was written; else `latest`."""
+    from kit.store import queries as q
+
+    if not store.path.exists():
+        return ["latest"]
+    with store.connect() as con:
+        runs = q.last_evals(con)
+        if source:
+            runs = [r for r in runs if q.run_info(con, r)["source"] == source]
+    return runs or ["latest"]

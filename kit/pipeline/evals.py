@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kit.errors import KitInputError
 from kit.pipeline.stages import PROMPTFOO_OUT, Stage, StageResult, kit_command, run_stage, stages
@@ -55,6 +57,9 @@ def stage_env(settings: Settings) -> dict[str, str]:
     env.update(
         {"DEEPEVAL_TELEMETRY_OPT_OUT": "1", "DEEPEVAL_UPDATE_WARNING_OPT_IN": "0", "PYTHONDONTWRITEBYTECODE": "1"}
     )
+    # Logs are read by people and grepped: no colour codes (Rich, Node and pytest all honour these).
+    env.update({"NO_COLOR": "1", "FORCE_COLOR": "0", "PY_COLORS": "0", "TERM": "dumb"})
+    env.pop("CLICOLOR_FORCE", None)
     return env
 
 
@@ -80,11 +85,18 @@ def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_sto
         ]
         baselines = {r["run_id"]: q.baseline_run(con, r["run_id"]) for r in data.runs}
     (out / "junit.xml").write_text(junit.render(suites))
-    text = summary_text(data, results)
+    # `latest`, and `kit gate` / `kit report` / `kit compare` without a run, now mean these runs.
+    q.last_evals_file(store.path).write_text(
+        json.dumps({"gated": [r["run_id"] for r in data.gated], "controls": _controls(data)}, indent=1)
+    )
+    report = _report(store, data, baselines, out)
+    text = summary_text(data, results, str(report) if report else None)
     print(text)
     (out / "summary.txt").write_text(text)
-    _report(store, data, baselines, out)
-    verdicts = [_gate(store, r["run_id"], baselines[r["run_id"]]) for r in data.gated]
+    if report:
+        print(f"HTML report: {report}; JUnit XML: {out / 'junit.xml'}; summary: {out / 'summary.txt'}")
+    print("\n== gate")
+    verdicts = [_gate(store, r, baselines[r["run_id"]]) for r in data.gated]
     broken = _broken(results, data)
     if broken:
         print(f"make evals: stage(s) {', '.join(broken)} failed without results; see {logs}/", file=sys.stderr)
@@ -95,26 +107,50 @@ def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_sto
     return 0 if ok else 1
 
 
-def _report(store: Store, data: Collected, baselines: dict[str, str | None], out: Path) -> None:
+def _controls(data: Collected) -> list[str]:
+    return [r["run_id"] for r in data.runs if q.is_control(r)]
+
+
+def _report(store: Store, data: Collected, baselines: dict[str, str | None], out: Path) -> Path | None:
     """The HTML report of the kit's run and its comparison with the baseline (for a PR comment)."""
     kit_run = next((r["run_id"] for r in reversed(data.runs) if r["source"] == "kit"), None)
     if not kit_run:
-        return
+        return None
     where = ["--store", str(store.path)]
-    with contextlib.redirect_stdout(io.StringIO()):
-        kit_command("report", ["--run", kit_run, "--html", str(out / "report.html"), *where])()
-    print(f"HTML report: {out / 'report.html'}; JUnit XML: {out / 'junit.xml'}")
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = kit_command("report", ["--run", kit_run, "--html", str(out / "report.html"), *where])()
+    if code != 0:
+        return None
     base = baselines.get(kit_run)
     if base:
         text = io.StringIO()
         with contextlib.redirect_stdout(text):
             kit_command("compare", [base, kit_run, *where])()
         (out / "compare.md").write_text(f"### Evals: comparison with the previous run\n\n```\n{text.getvalue()}```\n")
+    return out / "report.html"
 
 
-def _gate(store: Store, run_id: str, baseline: str | None) -> int:
-    argv = ["--run", run_id, "--store", str(store.path)] + (["--baseline", baseline] if baseline else [])
-    return kit_command("gate", argv)()
+GATE_LINES = 5  # problems shown per run; `kit gate --run ID` lists them all
+
+
+def _gate(store: Store, run: dict[str, Any], baseline: str | None) -> int:
+    """`kit gate` on one run, its verdict in a few lines: a red team's hundreds of problems are counted,
+    the first few shown (the summary above has them grouped by check)."""
+    argv = ["--run", run["run_id"], "--store", str(store.path)] + (["--baseline", baseline] if baseline else [])
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        code = kit_command("gate", argv)()
+    lines = [ln for ln in said.getvalue().splitlines() if ln.strip() and not ln.startswith("note: ")]
+    problems = [ln for ln in lines if ln.startswith("  - ")]
+    head = [ln for ln in lines if not ln.startswith("  - ")]
+    who = f" [{run.get('agent') or ''}]" if run.get("agent") else ""
+    for ln in head:
+        print(f"  {ln}{who}")
+    for ln in problems[:GATE_LINES]:
+        print(f"  {ln[:200]}")
+    if len(problems) > GATE_LINES:
+        print(f"    ... {len(problems) - GATE_LINES} more: kit gate --run {run['run_id']}")
+    return code
 
 
 def _broken(results: list[StageResult], data: Collected) -> list[str]:

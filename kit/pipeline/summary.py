@@ -3,7 +3,7 @@ failing checks. Pure over the store's answers (kit.store.queries)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kit.pipeline.stages import StageResult
@@ -18,6 +18,7 @@ class Collected:
     gates: list[dict[str, Any]]  # check counts per source and gate; these and below: gated runs only
     matrix: dict[str, dict[str, tuple[int, int]]]
     failing: list[dict[str, Any]]
+    by_check: list[dict[str, Any]] = field(default_factory=list)  # kit.store.queries.check_tally
 
     @property
     def gated(self) -> list[dict[str, Any]]:
@@ -27,10 +28,16 @@ class Collected:
 def collect(con: Any, before: set[str]) -> Collected:
     runs = q.runs_since(con, before)
     gated = [r["run_id"] for r in runs if not q.is_control(r)]
-    return Collected(runs, q.gate_counts(con, gated), q.case_matrix(con, gated), q.failing_checks_of_runs(con, gated))
+    return Collected(
+        runs,
+        q.gate_counts(con, gated),
+        q.case_matrix(con, gated),
+        q.failing_checks_of_runs(con, gated),
+        q.check_tally(con, gated),
+    )
 
 
-def summary_text(data: Collected, results: list[StageResult]) -> str:
+def summary_text(data: Collected, results: list[StageResult], report: str | None = None) -> str:
     lines = ["", "== stages"]
     for r in results:
         lines.append(f"  {r.stage.name:<10} exit {r.code:<4} {r.seconds:>7.1f} s   {r.stage.note}")
@@ -62,25 +69,39 @@ def summary_text(data: Collected, results: list[StageResult]) -> str:
             cells.append(f"{'-' if c_n is None else f'{c_n[0]}/{c_n[1]}' + ('' if c_n[0] == c_n[1] else ' !'):>20}")
         lines.append("  " + f"{case_id[:40]:<40}" + "".join(cells))
     if data.failing:
-        lines += _failing(data.failing)
+        lines += failing_lines(data, report)
     return "\n".join(lines) + "\n"
 
 
-def _failing(failing: list[dict[str, Any]]) -> list[str]:
-    by_check: dict[str, dict[str, set[str]]] = {}
-    for f in failing:
-        by_check.setdefault(f["check"], {}).setdefault(f["source"], set()).add(f["case_id"])
-    lines = ["\n== failing checks by name (the faults they catch)"]
-    ranked = sorted(by_check.items(), key=lambda kv: -sum(len(c) for c in kv[1].values()))
-    for check, per_source in ranked:
-        shown = ", ".join(f"{src} {len(cases)} cases" for src, cases in sorted(per_source.items()))
-        lines.append(f"  {check:<44} {shown}")
-    lines.append("\n== failing checks")
-    for f in failing[:60]:
+DETAIL = 20  # failing (source, case, check) lines shown under the grouped view
+
+
+def check_lines(by_check: list[dict[str, Any]]) -> list[str]:
+    """One line per failing check, the most failed cases first:
+    `no_pii failed in 47/47 cases [kit, deepeval]: output leaks email 'bob@...'`."""
+    lines = []
+    for c in by_check:
+        what = "red-team attacks" if c["redteam"] else "cases"
+        errors = f", {c['errored']} errored" if c["errored"] else ""
+        soft = " (soft)" if c["gate"] == "soft" else ""
+        reason = " ".join(str(c["reason"] or "").split())
+        lines.append(
+            f"  {c['check']}{soft} failed in {c['failed']}/{c['cases']} {what}{errors} "
+            f"[{', '.join(c['sources'] or [])}]" + (f": {reason[:140]}" if reason else "")
+        )
+    return lines
+
+
+def failing_lines(data: Collected, report: str | None) -> list[str]:
+    lines = ["\n== failures by check (worst first)", *check_lines(data.by_check)]
+    if report:
+        lines.append(f"  every failure, per case and attempt: {report}")
+    lines.append("\n== failing checks (first few)")
+    for f in data.failing[:DETAIL]:
         lines.append(
             f"  {f['source']:<10} {f['case_id']:<34} {f['gate']} {f['outcome']}: {f['check']}: "
-            f"{str(f['reason'])[:140]} (x{f['n']})"
+            f"{' '.join(str(f['reason']).split())[:140]} (x{f['n']})"
         )
-    if len(failing) > 60:
-        lines.append(f"  ... and {len(failing) - 60} more (kit report --run ID)")
+    if len(data.failing) > DETAIL:
+        lines.append(f"  ... and {len(data.failing) - DETAIL} more" + (f": see {report}" if report else ""))
     return lines

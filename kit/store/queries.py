@@ -6,8 +6,10 @@ flaky when 0 < c < n; a case passes a suite run when every one of its attempts p
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -35,34 +37,93 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = N
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+# `make evals` names the runs it gated in a file beside the store: `latest` means those runs while no newer
+# run has been written. (The store's tables stay as the contract has them.)
+LAST_EVALS_SUFFIX = ".last-evals.json"
+
+_NOT_CONTROL = "NOT starts_with(coalesce(model, ''), 'control-') AND NOT starts_with(coalesce(agent, ''), 'control-')"
+
+
+def last_evals_file(store_path: str | Path) -> Path:
+    return Path(str(store_path) + LAST_EVALS_SUFFIX)
+
+
+def _db_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
+def last_evals(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The gated runs of the last `make evals` on this store, oldest first, while they are still the newest
+    gated runs (a `kit run` after it makes that run `latest` instead); [] when there is none."""
+    path = _db_path(con)
+    if path is None:
+        return []
+    try:
+        wanted = json.loads(last_evals_file(path).read_text(encoding="utf-8")).get("gated") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    rows = con.execute(
+        f"SELECT run_id FROM runs WHERE {_NOT_CONTROL} ORDER BY started_at DESC, run_id DESC LIMIT 1"
+    ).fetchall()
+    present = {
+        r[0]
+        for r in con.execute(
+            "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [list(map(str, wanted))]
+        ).fetchall()
+    }
+    if not rows or rows[0][0] not in present:
+        return []
+    return [r for r in wanted if r in present]
+
+
+def _latest(con: duckdb.DuckDBPyConnection, source: str | None, back: int = 0) -> str | None:
+    if back == 0:
+        evals = last_evals(con)
+        if evals:
+            # A single run stands for them: the kit's runner's (the one `make evals` reports on), else the first.
+            info = {r: run_info(con, r)["source"] for r in evals}
+            mine = [r for r in evals if source is None or info[r] == source]
+            if mine:
+                return next((r for r in mine if info[r] == "kit"), mine[0])
+    src_sql, src_params = ("AND source = ?", [source]) if source else ("", [])
+    row = con.execute(
+        f"SELECT run_id FROM runs WHERE {_NOT_CONTROL} {src_sql} "
+        "ORDER BY started_at DESC, run_id DESC LIMIT 1 OFFSET ?",
+        [*src_params, back],
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def resolve_run(con: duckdb.DuckDBPyConnection, ref: str = "latest", source: str | None = None) -> str:
-    """A run id from a reference: `latest`, `previous` (the run before latest, of the same source),
-    `latest~N`, a run id or its unique prefix, a git sha (prefix) or a model id (its latest run)."""
+    """A run id from a reference: `latest` (the newest run that is not a red-team control; right after
+    `make evals`, its kit run), `previous` (latest's baseline: the run before it of the same source and
+    agent), `latest~N`, a run id or its unique prefix, a git sha (prefix) or a model id (its latest run).
+    A control run is never `latest` or `previous`; name it by its id."""
     src_sql, src_params = ("AND source = ?", [source]) if source else ("", [])
     m = re.fullmatch(r"latest(?:~(\d+))?|previous", ref)
     if m:
-        back = 1 if ref == "previous" else int(m.group(1) or 0)
-        if ref == "previous" and not source:
-            latest = con.execute("SELECT source FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
-            if latest:
-                src_sql, src_params = "AND source = ?", [latest[0]]
-        row = con.execute(
-            f"SELECT run_id FROM runs WHERE true {src_sql} ORDER BY started_at DESC, run_id DESC LIMIT 1 OFFSET ?",
-            [*src_params, back],
-        ).fetchone()
-        if row is None:
+        back = 0 if ref == "previous" else int(m.group(1) or 0)
+        found = _latest(con, source, back)
+        if found is not None and ref == "previous":
+            found = baseline_run(con, found)
+            if found is None:
+                raise RunNotFound(
+                    "no run 'previous' in the store: latest has no earlier complete run of the same source and agent"
+                )
+        if found is None:
             raise RunNotFound(f"no run {ref!r} in the store" + (f" for source {source!r}" if source else ""))
-        return str(row[0])
+        return found
     for column, op in (("run_id", "="), ("run_id", "prefix"), ("git_sha", "prefix"), ("model", "=")):
         cond = f"{column} = ?" if op == "=" else f"starts_with({column}, ?)"
-        found = con.execute(
+        found_rows = con.execute(
             f"SELECT run_id FROM runs WHERE {cond} {src_sql} ORDER BY started_at DESC, run_id DESC",
             [ref, *src_params],
         ).fetchall()
-        if column == "run_id" and op == "prefix" and len(found) > 1:
-            raise RunNotFound(f"run reference {ref!r} is ambiguous: {', '.join(r[0] for r in found[:5])}")
-        if found:
-            return str(found[0][0])
+        if column == "run_id" and op == "prefix" and len(found_rows) > 1:
+            raise RunNotFound(f"run reference {ref!r} is ambiguous: {', '.join(r[0] for r in found_rows[:5])}")
+        if found_rows:
+            return str(found_rows[0][0])
     raise RunNotFound(f"no run matches {ref!r} (not a run id, git sha or model id in the store)")
 
 
@@ -308,4 +369,25 @@ def unpassed_checks(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[st
         """SELECT case_id, attempt, "check", gate, outcome, reason FROM check_results
            WHERE run_id = ? AND outcome <> 'pass' ORDER BY case_id, attempt, "check" """,
         [run_id],
+    )
+
+
+def check_tally(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
+    """Per check and gate over several runs: how many cases ran it and how many failed or errored it, in
+    which sources, with the first reason given; red-team attacks (`redteam/...` cases) counted apart.
+    Only checks that failed somewhere, the most failed cases first."""
+    return _rows(
+        con,
+        """SELECT k."check", k.gate, starts_with(k.case_id, 'redteam/') AS redteam,
+                  count(DISTINCT k.case_id) AS cases,
+                  count(DISTINCT k.case_id) FILTER (WHERE k.outcome IN ('fail', 'error')) AS failed,
+                  count(DISTINCT k.case_id) FILTER (WHERE k.outcome = 'error') AS errored,
+                  list(DISTINCT r.source ORDER BY r.source) FILTER (WHERE k.outcome IN ('fail', 'error')) AS sources,
+                  first(k.reason ORDER BY k.case_id, k.attempt)
+                    FILTER (WHERE k.outcome IN ('fail', 'error') AND coalesce(k.reason, '') <> '') AS reason
+           FROM check_results k JOIN runs r USING (run_id)
+           WHERE k.run_id IN (SELECT unnest(?::VARCHAR[]))
+           GROUP BY ALL HAVING failed > 0
+           ORDER BY failed DESC, failed / cases DESC, k."check" """,
+        [run_ids],
     )

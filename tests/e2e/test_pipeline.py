@@ -39,8 +39,10 @@ def faulty(tmp_path_factory):
 def test_a_fault_variant_fails_and_the_summary_names_its_check(faulty):
     _, proc = faulty
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    by_name = proc.stdout.split("== failing checks by name")[1].split("== failing checks\n")[0]
-    assert "refund_within_order_total" in by_name
+    by_check = proc.stdout.split("== failures by check (worst first)")[1].split("== failing checks")[0]
+    # One line per check: how many cases of how many, in which stage, and the reason in words.
+    assert re.search(r"refund_within_order_total failed in \d+/\d+ cases \[kit\]: ", by_check), by_check
+    assert "every failure, per case and attempt:" in by_check
     assert "make evals: FAILED" in proc.stdout
 
 
