@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kit.checks import REGISTRY
 from kit.errors import KitInputError, describe_errors
@@ -19,17 +19,21 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 NOT_CASE_FILES = {"invariants.yaml", "invariants.yml", "rubrics.yaml", "rubrics.yml", "gates.yaml"}
 NOT_CASE_DIRS = {"fixtures", "cassettes", "traces", "schemas"}
 
+Turn = int | Literal["last"]
+
 
 @dataclass(frozen=True, slots=True)
 class CheckSpec:
     """One check of a case, its parameters validated and compiled. `label` is the name of its result,
-    computed once here: the `name:` the case gives, else the check type and its subject."""
+    computed once here: the `name:` the case gives, else the check type and its subject (and its turn).
+    `turn` scopes the check to the spans of one turn of a conversation (None: the whole trace)."""
 
     type: str
     params: dict[str, Any]
     label: str
     invariant: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    turn: Turn | None = None
 
     @property
     def named(self) -> bool:
@@ -38,7 +42,18 @@ class CheckSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class UserSpec:
+    """A simulated user: a user model plays the customer from `instruction` for at most `max_turns`."""
+
+    instruction: str
+    max_turns: int = 8
+
+
+@dataclass(frozen=True, slots=True)
 class Case:
+    """One golden case. Exactly one of `input` (single turn), `turns` (scripted user turns) or `user`
+    (a simulated user) is set."""
+
     id: str
     input: Any
     checks: tuple[CheckSpec, ...] = ()
@@ -50,13 +65,28 @@ class Case:
     tags: tuple[str, ...] = ()
     file: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    turns: tuple[str, ...] | None = None
+    user: UserSpec | None = None
+
+    @property
+    def is_multi_turn(self) -> bool:
+        return self.turns is not None or self.user is not None
+
+
+class _UserModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    instruction: str = Field(min_length=1)
+    max_turns: int = Field(default=8, ge=1, le=100)
 
 
 class _CaseModel(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     id: str
-    input: str | list[dict[str, Any]]
+    input: str | list[dict[str, Any]] | None = None
+    turns: list[str] | None = Field(default=None, min_length=1)
+    user: _UserModel | None = None
     reference: str | None = None
     runs: int = Field(default=1, ge=1)
     invariants: list[str] = Field(default_factory=list)
@@ -69,6 +99,14 @@ class _CaseModel(BaseModel):
     @classmethod
     def _id_text(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) else v
+
+    @model_validator(mode="after")
+    def _one_kind_of_input(self) -> _CaseModel:
+        given = [k for k in ("input", "turns", "user") if getattr(self, k) is not None]
+        if len(given) != 1:
+            got = "none" if not given else " and ".join(given)
+            raise ValueError(f"a case needs exactly one of 'input', 'turns' or 'user' (got {got})")
+        return self
 
 
 @dataclass
@@ -96,8 +134,16 @@ def parse_check(
     params = dict(raw)
     type_ = params.pop("type", None)
     label = params.pop("name", None)
+    turn = params.pop("turn", None)
     if type_ is None:
         raise KitInputError("missing 'type'", file=file, case=case, check=where)
+    if turn is not None and turn != "last" and (type(turn) is not int or turn < 0):
+        raise KitInputError(
+            f"turn must be a whole number >= 0 or 'last', got {turn!r}",
+            file=file,
+            case=case,
+            check=f"{where} ({type_})",
+        )
     definition = REGISTRY.get(type_)
     if definition is None:
         known = ", ".join(sorted(REGISTRY))
@@ -108,7 +154,11 @@ def parse_check(
         parsed = definition.parse(params, {"base_dir": base_dir})
     except ValueError as e:
         raise KitInputError(str(e), file=file, case=case, check=f"{where} ({type_})") from None
-    return CheckSpec(type_, parsed, str(label) if label else definition.name_for(parsed), invariant, raw)
+    if label:
+        name = str(label)
+    else:
+        name = definition.name_for(parsed) + ("" if turn is None else "@last" if turn == "last" else f"@turn{turn}")
+    return CheckSpec(type_, parsed, name, invariant, raw, turn)
 
 
 def _read_yaml(path: Path) -> list[Any]:
@@ -186,6 +236,8 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
     return Case(
         id=m.id,
         input=m.input,
+        turns=tuple(m.turns) if m.turns is not None else None,
+        user=UserSpec(m.user.instruction, m.user.max_turns) if m.user is not None else None,
         checks=unique_labels(checks, file=file, case=m.id),
         reference=m.reference,
         runs=m.runs,

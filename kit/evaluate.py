@@ -29,12 +29,37 @@ def run_check(spec: CheckSpec, trace: Trace) -> Result:
     return Result(spec.label, verdict.passed, verdict.reason, score=verdict.score)
 
 
+def _no_turn(spec: CheckSpec, trace: Trace) -> Result | None:
+    """A fail when the trace has no span of the spec's turn (a trace without turns is one turn, 0)."""
+    if spec.turn is None or spec.turn == "last":
+        return None
+    have = trace.turns or (0,)
+    if spec.turn in have:
+        return None
+    n = len(have)
+    return Result(spec.label, False, f"no turn {spec.turn} in this conversation (it has {n} turn{'s' * (n != 1)})")
+
+
 def evaluate(trace: Trace, case: Case, *, run_id: str | None = None) -> CaseRun:
-    results = tuple(run_check(spec, trace) for spec in case.checks)
+    """Every check of the case on the trace; a check scoped to a turn judges that turn's spans only."""
+    views: dict[object, Trace] = {}
+    results = []
+    for spec in case.checks:
+        if spec.turn is None:
+            results.append(run_check(spec, trace))
+            continue
+        missing = _no_turn(spec, trace)
+        if missing is not None:
+            results.append(missing)
+            continue
+        view = views.get(spec.turn)
+        if view is None:
+            view = views[spec.turn] = trace.for_turn(spec.turn)
+        results.append(run_check(spec, view))
     return CaseRun(
         case_id=case.id,
         attempt=trace.attempt,
-        results=results,
+        results=tuple(results),
         run_id=run_id or trace.run_id,
         metrics=dict(trace.totals),
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -30,6 +30,8 @@ class Span(BaseModel):
     tokens_out: int = 0
     cost_usd: float = 0.0
     latency_ms: float | None = None
+    # The conversation turn (0-based) of a multi-turn trace; left out of dumps when unset.
+    turn: int | None = Field(default=None, ge=0, exclude_if=lambda v: v is None)
 
     @field_validator("kind")
     @classmethod
@@ -94,9 +96,29 @@ class Trace(BaseModel):
     @field_validator("final_output", mode="before")
     @classmethod
     def _output_as_text(cls, v: Any) -> Any:
-        if v is None or isinstance(v, str):
-            return v
-        return json.dumps(v, separators=(",", ":"), default=str)
+        return _as_text(v)
+
+    @cached_property
+    def turns(self) -> tuple[int, ...]:
+        """The turns its spans carry, in order; () for a trace without turns (one turn: the whole trace)."""
+        return tuple(sorted({s.turn for s in self.spans if s.turn is not None}))
+
+    def for_turn(self, turn: int | Literal["last"]) -> Trace:
+        """This trace cut to the spans of one turn (`last`: the highest turn present). Its `final_output` is
+        the last assistant message of that turn; the other fields are the whole trace's. A trace without
+        turns is one turn: turn 0 and `last` are the trace itself. A turn it does not have has no spans."""
+        if not self.turns:
+            if turn in (0, "last"):
+                return self
+            spans: list[Span] = []
+        else:
+            n = self.turns[-1] if turn == "last" else turn
+            spans = [s for s in self.spans if s.turn == n]
+        said = [s.content for s in spans if s.kind == "message" and s.role == "assistant"]
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        data.update(self.model_extra or {})
+        data.update(spans=spans, final_output=_as_text(said[-1]) if said else None)
+        return type(self).model_construct(_fields_set=set(self.model_fields_set), **data)
 
     # Derived data, computed once and shared by all checks of this trace.
     @cached_property
@@ -140,6 +162,13 @@ class Trace(BaseModel):
             "cost_usd": cost,
             "latency_ms": self.latency_ms if self.latency_ms is not None else span_latency,
         }
+
+
+def _as_text(v: Any) -> str | None:
+    """An output that is not a string, as compact JSON text."""
+    if v is None or isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":"), default=str)
 
 
 def parse_trace(data: Any, *, file: str | None = None) -> Trace:

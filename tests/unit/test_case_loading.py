@@ -123,7 +123,7 @@ def test_missing_fields_unknown_invariant_and_duplicate_ids(tmp_path):
     """,
     )
     messages = [str(e) for e in load_suite(tmp_path).errors]
-    assert messages[0].endswith("case 'no-input': missing field 'input'")
+    assert messages[0].endswith("case 'no-input': a case needs exactly one of 'input', 'turns' or 'user' (got none)")
     assert "case 'c': unknown invariant 'refund_safty' (known: efficient, refund_safety)" in messages[1]
     assert "case 'd': duplicate case id" in messages[2]
 
