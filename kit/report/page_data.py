@@ -57,9 +57,13 @@ def runs_info(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[s
 
 
 def batch(con: duckdb.DuckDBPyConnection, run_id: str, window: dt.timedelta = BATCH_WINDOW) -> list[str]:
-    """The runs that belong with `run_id` (what one `make evals` wrote): the latest run of each other source
-    and agent recorded within `window` of it, the run itself first. Runs of another agent on the same source
+    """The runs that belong with `run_id` (what one `make evals` wrote): the runs the last `make evals` named
+    when `run_id` is one of them, else the latest run of each other source and agent recorded within `window`
+    of it. Runs of another agent on the same source
     (and kind: the red team is apart from the Promptfoo eval) are another evaluation, not this one."""
+    evals = q.last_evals(con)
+    if run_id in evals:  # `make evals` named its runs: no guessing
+        return _in_stage_order(runs_info(con, evals))
     anchor = q.run_info(con, run_id)
     started = anchor["started_at"]
     if started is None:
@@ -75,9 +79,12 @@ def batch(con: duckdb.DuckDBPyConnection, run_id: str, window: dt.timedelta = BA
     ).fetchall()
     found = runs_info(con, [run_id, *(r[0] for r in rows)])
     kind = found[0]["display_source"]
-    chosen = [found[0], *(r for r in found[1:] if r["display_source"] != kind)]
-    chosen.sort(key=lambda r: (r["control"], ORDER.get(r["display_source"], len(ORDER)), str(r["started_at"])))
-    return [r["run_id"] for r in chosen]
+    return _in_stage_order([found[0], *(r for r in found[1:] if r["display_source"] != kind)])
+
+
+def _in_stage_order(runs: list[dict[str, Any]]) -> list[str]:
+    runs = sorted(runs, key=lambda r: (r["control"], ORDER.get(r["display_source"], len(ORDER)), str(r["started_at"])))
+    return [r["run_id"] for r in runs]
 
 
 def case_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
