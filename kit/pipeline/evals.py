@@ -112,22 +112,18 @@ def _controls(data: Collected) -> list[str]:
 
 
 def _report(store: Store, data: Collected, baselines: dict[str, str | None], out: Path) -> Path | None:
-    """The HTML report of the kit's run and its comparison with the baseline (for a PR comment)."""
+    """One HTML report of every run this invocation wrote, with the kit's run beside its baseline; the same
+    comparison as Markdown for a PR comment."""
     kit_run = next((r["run_id"] for r in reversed(data.runs) if r["source"] == "kit"), None)
     if not kit_run:
         return None
-    where = ["--store", str(store.path)]
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = kit_command("report", ["--run", kit_run, "--html", str(out / "report.html"), *where])()
-    if code != 0:
-        return None
+    argv = ["--run", kit_run, "--runs", *(r["run_id"] for r in data.runs), "--html", str(out / "report.html")]
     base = baselines.get(kit_run)
     if base:
-        text = io.StringIO()
-        with contextlib.redirect_stdout(text):
-            kit_command("compare", [base, kit_run, *where])()
-        (out / "compare.md").write_text(f"### Evals: comparison with the previous run\n\n```\n{text.getvalue()}```\n")
-    return out / "report.html"
+        argv += ["--compare", base, kit_run, "--md", str(out / "compare.md")]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = kit_command("report", [*argv, "--store", str(store.path)])()
+    return out / "report.html" if code == 0 else None
 
 
 GATE_LINES = 5  # problems shown per run; `kit gate --run ID` lists them all
