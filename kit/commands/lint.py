@@ -13,6 +13,7 @@ import regex
 from kit.case import CheckSpec, find_invariants_file, find_upwards, load_invariants, load_suite
 from kit.checks.params import SafeRegex
 from kit.errors import KitInputError
+from kit.toolspec import tool_schemas
 
 # A quantified group that itself holds a quantifier, e.g. (a+)+ or (\w*)*: the classic catastrophic
 # backtracking shape. The runtime timeout still bounds anything this misses.
@@ -41,7 +42,12 @@ def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
 
 
 def lint_specs(
-    specs: list[CheckSpec], tools: set[str] | None, *, file: str | None, case: str | None
+    specs: list[CheckSpec],
+    tools: set[str] | None,
+    *,
+    file: str | None,
+    case: str | None,
+    tools_file: str = "tools.json",
 ) -> list[KitInputError]:
     """What loading cannot see: tools missing from tools.json, regexes shaped for catastrophic backtracking."""
     problems = []
@@ -51,7 +57,7 @@ def lint_specs(
             unknown = [t for t in _tools_named(spec.type, spec.params) if t not in tools]
             if unknown:
                 problems.append(
-                    KitInputError(f"tool {unknown[0]!r} is not in tools.json", file=file, case=case, check=where)
+                    KitInputError(f"tool {unknown[0]!r} is not in {tools_file}", file=file, case=case, check=where)
                 )
         for v in spec.params.values():
             if isinstance(v, SafeRegex) and _NESTED_QUANTIFIER.search(v.source):
@@ -66,32 +72,48 @@ def lint_specs(
     return problems
 
 
+def read_tools(path: Path | None) -> tuple[set[str] | None, KitInputError | None]:
+    """The tool names of a tools.json in the kit's format or OpenAI's tool list (kit.toolspec)."""
+    if path is None:
+        return None, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        return None, KitInputError(f"cannot read tool schemas: {e.strerror}", file=str(path))
+    except json.JSONDecodeError as e:
+        return None, KitInputError(f"not valid JSON (line {e.lineno}: {e.msg})", file=str(path))
+    try:
+        return set(tool_schemas(data)), None
+    except ValueError as e:
+        return None, KitInputError(f"not a tool list: {e}", file=str(path))
+
+
 def main(args: argparse.Namespace) -> int:
     root = Path(args.path)
     suite = load_suite(root)
     problems = list(suite.errors)
     tools_path = Path(args.tools) if args.tools else find_upwards(root, "tools.json")
-    tools: set[str] | None = None
-    if tools_path is not None:
-        try:
-            tools = set(json.loads(tools_path.read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as e:
-            problems.append(KitInputError(f"cannot read tool schemas: {e}", file=str(tools_path)))
+    tools, problem = read_tools(tools_path)
+    if problem is not None:
+        problems.append(problem)
     inv = find_invariants_file(root)
+    named = {"tools_file": str(tools_path)}
     if inv is not None and not any(e.file == str(inv) for e in suite.errors):
         # Each invariant is linted once, not once per case that lists it.
         for specs in load_invariants(inv).values():
-            problems += lint_specs(specs, tools, file=str(inv), case=None)
+            problems += lint_specs(specs, tools, file=str(inv), case=None, **named)
     for case in suite.cases:
         own = [s for s in case.checks if s.invariant is None]
-        problems += lint_specs(own, tools, file=case.file, case=case.id)
+        problems += lint_specs(own, tools, file=case.file, case=case.id, **named)
     for p in problems:
         print(f"kit lint: {p}", file=sys.stderr)
     n_checks = sum(len(c.checks) for c in suite.cases)
     status = "OK" if not problems else f"{len(problems)} problems"
+    # Which files were used, always: a tools.json or invariants.yaml found further up is easy to miss.
     print(
-        f"kit lint: {len(suite.cases)} cases, {n_checks} checks"
-        f"{'' if inv is None else f', invariants from {inv}'}"
-        f"{'' if tools is None else f', {len(tools)} tools'}: {status}"
+        f"kit lint: {root}: {len(suite.cases)} cases, {n_checks} checks"
+        f"; invariants: {inv if inv is not None else 'none found'}"
+        f"; tools: {f'{tools_path} ({len(tools)} tools)' if tools is not None else 'no tools.json found'}"
+        f": {status}"
     )
     return 2 if problems else 0

@@ -134,7 +134,10 @@ def test_lint_reports_every_problem_with_file_case_and_check(tmp_path, capsys):
     assert main(["lint", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
     f = tmp_path / "cases.yaml"
-    assert f"kit lint: {f}: case 'typo-tool': check #1 (called): tool 'lookup_ordr' is not in tools.json" in err
+    assert (
+        f"kit lint: {f}: case 'typo-tool': check #1 (called): tool 'lookup_ordr' is not in {tmp_path / 'tools.json'}"
+        in err
+    )
     assert any(
         line.startswith(f"kit lint: {f}: case 'slow-regex': check #1 (regex): regex '(a+)+$' nests quantifiers")
         for line in err
