@@ -116,6 +116,10 @@ def _schema_map(v: Any, info: ValidationInfo) -> SchemaMap:
         return v
     source = v if isinstance(v, str) else "inline"
     data = load_json_file(v, info) if isinstance(v, str) else v
+    if isinstance(data, list):  # OpenAI's (or Anthropic's) tool list
+        from kit.toolspec import tool_schemas
+
+        data = tool_schemas(data)
     if not isinstance(data, dict):
         raise ValueError(f"schemas must map tool names to JSON Schemas ({source})")
     return SchemaMap(source, {name: compile_schema(s, f"{source}#{name}") for name, s in data.items()})
