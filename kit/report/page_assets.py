@@ -71,11 +71,22 @@ function h(tag, props) {
   for (var i = 2; i < arguments.length; i++) add(e, arguments[i]);
   return e;
 }
-function add(e, kid) {
-  if (kid == null || kid === false) return;
-  if (Array.isArray(kid)) { kid.forEach(function (x) { add(e, x); }); return; }
-  e.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+function add(e) {
+  for (var i = 1; i < arguments.length; i++) {
+    var kid = arguments[i];
+    if (kid == null || kid === false) continue;
+    if (Array.isArray(kid)) { kid.forEach(function (x) { add(e, x); }); continue; }
+    e.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
 }
+// Checks arrive as [name, gate, outcome letter, reason, score, threshold, traceback], trailing empties dropped.
+var OUT = {p: 'pass', f: 'fail', e: 'error', s: 'skipped'};
+// Attempts share identical result lists (P.checks); each list is decoded once.
+var CHECKS = P.checks.map(function (list) { return list.map(function (c) {
+  return [c[0], c[1], OUT[c[2]] || c[2], c[4] == null ? null : c[4], c[3] == null ? -1 : c[3],
+          c[5] == null ? null : c[5], c[6] == null ? -1 : c[6]];
+}); });
+ROWS.forEach(function (r) { r.att.forEach(function (a) { a.ch = CHECKS[a.ch]; }); });
 function s(i) { return i == null || i < 0 ? '' : S[i]; }
 function num(v, d) { return v == null ? '-' : Number(v).toFixed(d); }
 function json(v) { return typeof v === 'string' ? v : JSON.stringify(v, null, 2); }
@@ -205,7 +216,7 @@ function attempt(r, a) {
   add(el, gate('hard', 'Hard gates: deterministic checks (' + hard.length + ')', hard));
   if (soft.length) add(el, gate('soft', 'Soft gates: judged rubrics (' + soft.length + ')', soft));
   if (a.j.length) add(el, judges(a.j));
-  add(el, trace(a.t >= 0 ? TRACES[a.t] : null));
+  add(el, trace(a.t >= 0 ? TRACES[a.t] : null, a.tl || []));
   return el;
 }
 function gate(kind, title, checks) {
@@ -228,13 +239,15 @@ function judges(list) {
         h('td', {class: 'n'}, num(j[3], 2)), h('td', {class: j[4]}, j[4] || '-'), h('td', null, h('pre', null, s(j[5]))));
     })));
 }
-function trace(t) {
+function trace(t, tl) {
   var el = h('div', {class: 'trace'}, h('h4', null, 'Trace'));
   if (!t) { add(el, h('div', {class: 'none'}, 'no trace stored for this run')); return el; }
   (t.notes || []).forEach(function (n) { add(el, h('div', {class: 'note'}, n)); });
-  add(el, h('div', {class: 'meta'}, 'finish reason ', h('b', null, t.finish_reason || '-'), ' \u00b7 model ', t.model || '-'));
+  add(el, h('div', {class: 'meta'}, 'finish reason ', h('b', null, t.finish_reason || '-'), ' \u00b7 model ', t.model || '-',
+    tl[0] != null ? ' \u00b7 latency ' + tl[0] + ' ms' : ''));
   var turns = [], cur = null, userSeen = false;
-  (t.spans || []).forEach(function (sp) {
+  (t.spans || []).forEach(function (sp, i) {
+    if (tl[i + 1] != null) sp = Object.assign({}, sp, {latency_ms: tl[i + 1]});
     var n = sp.turn;
     if (n == null) { if (sp.kind === 'message' && sp.role === 'user' && userSeen) n = (cur ? cur.n : 0) + 1; else n = cur ? cur.n : 0; }
     if (sp.kind === 'message' && sp.role === 'user') userSeen = true;
@@ -246,6 +259,7 @@ function trace(t) {
   });
   if (t.final_output != null) add(el, h('div', {class: 'lab'}, h('b', null, 'final output')), h('pre', {class: 'final'}, json(t.final_output)));
   if (t.end_state && typeof t.end_state === 'object') add(el, endState(t.end_state));
+  else if (t.end_state != null) add(el, h('div', {class: 'lab'}, h('b', null, 'end state')), h('pre', null, json(t.end_state)));
   if (t.raw) add(el, h('pre', null, t.raw));
   return el;
 }
@@ -256,6 +270,7 @@ function span(sp) {
   }
   if (sp.kind === 'tool') {
     return h('div', {class: 'tool' + (sp.error != null ? ' err' : '')}, h('span', {class: 'name'}, sp.name || '(unnamed tool)'),
+      sp.latency_ms != null ? h('span', {class: 'llm'}, ' \u00b7 ' + sp.latency_ms + ' ms') : null,
       h('div', {class: 'lab'}, 'arguments'), h('pre', {class: 'args'}, json(sp.input == null ? {} : sp.input)),
       h('div', {class: 'lab'}, 'result'), h('pre', {class: 'result'}, sp.output === undefined ? '-' : json(sp.output)),
       sp.error != null ? [h('div', {class: 'lab'}, 'error'), h('pre', {class: 'error'}, json(sp.error))] : null);
@@ -269,7 +284,7 @@ function span(sp) {
 function endState(state) {
   var el = h('div', {class: 'state'}, h('h4', null, 'End state'));
   Object.keys(state).forEach(function (name) {
-    var rows = state[name];
+    var rows = P.tables[state[name]];  // each table is stored once in P.tables
     add(el, h('div', {class: 'lab'}, h('b', null, name)));
     if (!Array.isArray(rows)) { add(el, h('pre', null, json(rows))); return; }
     if (!rows.length) { add(el, h('div', {class: 'none'}, '(no rows)')); return; }

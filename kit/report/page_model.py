@@ -92,6 +92,44 @@ def shrink_trace(raw: Any) -> dict[str, Any] | None:
     return trace
 
 
+def pool(items: list[Any], index: dict[str, int], value: Any) -> int:
+    """The index of `value` in `items`, appending it the first time it is seen."""
+    digest = hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+    i = index.get(digest)
+    if i is None:
+        i = index[digest] = len(items)
+        items.append(value)
+    return i
+
+
+class _Pool(list):  # type: ignore[type-arg]
+    """End-state tables, each stored once: most runs leave most tables as they found them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index: dict[str, int] = {}
+
+    def add(self, value: Any) -> int:
+        return pool(self, self.index, value)
+
+
+def _pop_latencies(trace: dict[str, Any]) -> list[Any] | None:
+    """The run's and each span's latency, taken out of the trace: they differ between attempts that did the
+    same thing, and without them those attempts share one stored trace (the attempt keeps its timings)."""
+    spans = trace.get("spans", [])
+    timing = [
+        trace.pop("latency_ms", None),
+        *(s.pop("latency_ms", None) if isinstance(s, dict) else None for s in spans),
+    ]
+    return timing if any(v is not None for v in timing) else None
+
+
+def _pool_end_state(trace: dict[str, Any], tables: _Pool) -> None:
+    state = trace.get("end_state")
+    if isinstance(state, dict):
+        trace["end_state"] = {name: tables.add(rows) for name, rows in state.items()}
+
+
 def _num(v: Any, digits: int = 6) -> float | None:
     return None if v is None else round(float(v), digits)
 
@@ -109,18 +147,17 @@ def build(
     judges = pd.group(pd.judge_rows(con, ids), "run_id", "case_id", "attempt")
     traces: list[dict[str, Any] | None] = []
     trace_index: dict[str, int] = {}
+    tables: _Pool = _Pool()
     tallies: list[dict[str, dict[str, int]]] = [{} for _ in runs]
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for cr in pd.case_runs(con, ids):
         key = (cr["run_id"], cr["case_id"], cr["attempt"])
         trace = shrink_trace(cr["trace"])
-        t = -1
+        t, timing = -1, None
         if trace is not None:
-            digest = hashlib.sha1(json.dumps(trace, sort_keys=True, default=str).encode()).hexdigest()
-            t = trace_index.get(digest, -1)
-            if t < 0:
-                t = trace_index[digest] = len(traces)
-                traces.append(trace)
+            timing = _pop_latencies(trace)
+            _pool_end_state(trace, tables)
+            t = pool(traces, trace_index, trace)
         ri = run_index[cr["run_id"]]
         attempt_checks = []
         for c in checks.get(key, []):
@@ -157,20 +194,41 @@ def build(
                 "co": _num(cr["cost_usd"]),
                 "la": _num(cr["latency_ms"], 1),
                 "t": t,
+                "tl": timing,
                 "ch": attempt_checks,
                 "j": attempt_judges,
             }
         )
     out_rows = [_summarise(row, k, strings) for row in rows.values()]
+    check_lists: list[Any] = []
+    check_index: dict[str, int] = {}
+    for row in out_rows:
+        for a in row["att"]:  # attempts that did the same thing have the same results: stored once
+            a["ch"] = pool(check_lists, check_index, [_compact(c) for c in a["ch"]])
     out_rows.sort(key=lambda r: (runs[r["r"]]["control"], r["c"] / r["n"], -r["err"], r["r"], r["id"]))
     payload = {
         "k": k,
         "runs": [_run(r, tallies[i]) for i, r in enumerate(runs)],
         "rows": out_rows,
         "traces": traces,
+        "tables": tables,
+        "checks": check_lists,
         "S": strings.items,
     }
     return payload, runs
+
+
+OUTCOME_CODES = {"pass": "p", "fail": "f", "error": "e", "skipped": "s"}
+
+
+def _compact(c: list[Any]) -> list[Any]:
+    """[name, gate, outcome, score, reason, threshold, traceback] as the page stores it: outcome as one
+    letter, reason before the rarely set score, trailing empties dropped (thousands of results per page)."""
+    name, gate, outcome, score, reason, threshold, tb = c
+    out = [name, gate, OUTCOME_CODES.get(outcome, outcome), reason, score, threshold, tb]
+    while len(out) > 3 and out[-1] in (None, -1):
+        out.pop()
+    return out
 
 
 def _tags(case_id: str, tags: dict[str, list[str]]) -> list[str]:

@@ -176,7 +176,7 @@ def test_page_filters_opens_traces_and_lists_flips_in_chromium(tmp_path):
     assert (
         opened["judge"][:3] == ["rubric:tone", "judge-2025-01-01", "ab12cd34"] and opened["judge"][5] == "<b>9</b>/10"
     )
-    assert "issue_refund never called" in opened["text"]
+    assert "issue_refund never called" in opened["text"] and "End staterefunds(no rows)" in opened["text"]
     # The baseline of the kit run is the run before it (same agent): refund broke, loop was fixed.
     assert len(probe["flips"]) == 2
     assert probe["flips"][0].startswith("refund pass→fail") and "called:issue_refund" in probe["flips"][0]
