@@ -6,18 +6,22 @@
 Formats: `openai` (chat-completions message lists), `otel` (OTLP JSON; each span read by the GenAI
 semantic conventions or OpenInference, whichever it follows), `genai` / `openinference` (OTLP JSON read by
 that convention only), and `trace` (already the contract format). `fmt=None` detects the format.
-Every trace returned has passed the contract's validation (`kit.trace.parse_trace`).
+Every trace returned has passed the contract's validation (`kit.trace.parse_trace`). OTLP logs (content
+recorded as log events) are read only together with the traces they belong to: `import_files`.
+`tool_error` (a regular expression) marks tool results that are text matching it as the call's error.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from kit.errors import KitInputError
 
 FORMATS = ("openai", "otel", "genai", "openinference", "trace")
+LOGS_ALONE = "OTLP logs hold no spans: give the traces file with it (kit import TRACES LOGS)"
 
 
 def detect(data: Any) -> str | None:
@@ -27,10 +31,10 @@ def detect(data: Any) -> str | None:
 
     if is_otlp(data):
         return "otel"
+    if isinstance(data, list) and data and all(isinstance(d, dict) for d in data) and any(is_otlp(d) for d in data):
+        return "otel"  # a Collector file: one batch per line, spans and perhaps logs
     if isinstance(data, dict) and "case_id" in data and isinstance(data.get("spans"), list):
         return "trace"
-    if isinstance(data, list) and data and all(isinstance(d, dict) and "resourceSpans" in d for d in data):
-        return "otel"
     if is_openai(data):
         return "openai"
     if isinstance(data, list) and data and all(isinstance(d, dict) and "case_id" in d for d in data):
@@ -39,20 +43,28 @@ def detect(data: Any) -> str | None:
 
 
 def convert(
-    data: Any, fmt: str | None = None, *, case_id: str | None = None, file: str | None = None
+    data: Any,
+    fmt: str | None = None,
+    *,
+    case_id: str | None = None,
+    file: str | None = None,
+    logs: list[Any] | None = None,
+    tool_error: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Traces (contract dicts, validated) from decoded JSON in `fmt` (detected when None)."""
+    """Traces (contract dicts, validated) from decoded JSON in `fmt` (detected when None). `logs`: OTLP
+    log records (`kit.importers.otlp.log_records`) to join to OTLP spans by span id."""
+    from kit.importers.otlp import is_otlp_logs
     from kit.trace import parse_trace
 
     fmt = fmt or detect(data)
     if fmt is None:
-        raise KitInputError(
-            "unknown trace format (expected an OpenAI message list, OTLP JSON with resourceSpans, "
-            "or a kit trace); pass --format",
-            file=file,
-        )
+        if is_otlp_logs(data) or (isinstance(data, list) and data and all(is_otlp_logs(d) for d in data)):
+            raise KitInputError(LOGS_ALONE, file=file)
+        raise KitInputError(_unknown_format(data), file=file)
     if fmt not in FORMATS:
         raise KitInputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})", file=file)
+    if logs and fmt not in ("otel", "genai", "openinference"):
+        raise KitInputError("OTLP logs are read only together with OTLP traces", file=file)
     cid = case_id or (Path(file).stem if file else "imported")
     if fmt == "openai":
         from kit.importers.openai_chat import from_openai
@@ -64,32 +76,83 @@ def convert(
             for t in traces:
                 t["case_id"] = case_id
     else:
-        traces = _from_otel(data, fmt, cid, file)
+        traces = _from_otel(data, fmt, cid, file, logs or [])
+    if tool_error:
+        mark_tool_errors(traces, tool_error)
     for n, t in enumerate(traces):
         where = f"{file}[{n}]" if file and len(traces) > 1 else file
         parse_trace(t, file=where)  # the contract's validation: a bad import fails here, naming the file
     return traces
 
 
-def _from_otel(data: Any, fmt: str, case_id: str, file: str | None) -> list[dict[str, Any]]:
-    from kit.importers.otlp import is_otlp, spans_by_trace
+def _unknown_format(data: Any) -> str:
+    if isinstance(data, dict):
+        found = "an object with keys " + ", ".join(repr(k) for k in list(data)[:8])
+    elif isinstance(data, list):
+        first = data[0] if data else None
+        keys = ", ".join(repr(k) for k in list(first)[:8]) if isinstance(first, dict) else ""
+        inner = f" of objects with keys {keys}" if keys else ""
+        found = f"a list of {len(data)}{inner}"
+    else:
+        found = type(data).__name__
+    return (
+        f"unknown trace format: found {found} (expected an OpenAI message list, OTLP JSON with "
+        "resourceSpans, or a kit trace); pass --format"
+    )
+
+
+def _from_otel(data: Any, fmt: str, case_id: str, file: str | None, logs: list[Any]) -> list[dict[str, Any]]:
+    from kit.importers.otlp import is_otlp, is_otlp_logs, log_records, spans_by_trace
     from kit.importers.semconv import GENAI, OPENINFERENCE, build_trace
 
     exports = data if isinstance(data, list) else [data]
-    if not all(is_otlp(d) for d in exports):
-        raise KitInputError("not OTLP JSON (expected an object with resourceSpans)", file=file)
+    for n, d in enumerate(exports):
+        if not (is_otlp(d) or is_otlp_logs(d)):
+            where = f"line {n + 1}: " if len(exports) > 1 else ""
+            raise KitInputError(f"{where}not OTLP JSON (expected an object with resourceSpans)", file=file)
+    own_logs = [rec for d in exports if is_otlp_logs(d) for rec in log_records(d, file=file)]
+    logs = list(logs) + own_logs
     convention = {"genai": GENAI, "openinference": OPENINFERENCE}.get(fmt)
     traces: list[dict[str, Any]] = []
     attempts: dict[str, int] = {}
-    for export in exports:
-        for spans in spans_by_trace(export, file=file).values():
+    # One trace id is one run wherever its spans are: a Collector file splits a run over many lines.
+    grouped = spans_by_trace([d for d in exports if is_otlp(d)], file=file, logs=logs)
+    _no_stray_logs(own_logs, file)
+    for spans in grouped.values():
+        try:
             t = build_trace(spans, case_id=case_id, convention=convention)
-            t["attempt"] = attempts.get(t["case_id"], 0)
-            attempts[t["case_id"]] = t["attempt"] + 1
-            traces.append(t)
+        except KitInputError as e:
+            raise KitInputError(e.message, file=file) from None
+        t["attempt"] = attempts.get(t["case_id"], 0)
+        attempts[t["case_id"]] = t["attempt"] + 1
+        traces.append(t)
     if not traces:
         raise KitInputError("the OTLP export holds no spans", file=file)
     return traces
+
+
+def _no_stray_logs(logs: list[Any], file: str | None) -> None:
+    stray = [rec for rec in logs if not rec.joined]
+    if stray:
+        raise KitInputError(
+            f"{len(stray)} log record(s) name a span that is not in the traces (first: span {stray[0].span_id}, "
+            f"event {stray[0].name!r}); give the traces file they belong to",
+            file=file,
+        )
+
+
+def mark_tool_errors(traces: list[dict[str, Any]], pattern: str) -> None:
+    """A tool result that is text in which `pattern` is found becomes that call's error; the output is kept.
+    Many frameworks return "Error: ..." instead of raising."""
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise KitInputError(f"--tool-error: not a valid regular expression: {e}") from None
+    for t in traces:
+        for s in t.get("spans") or []:
+            out = s.get("output") if isinstance(s, dict) else None
+            if s.get("kind") == "tool" and not s.get("error") and isinstance(out, str) and rx.search(out):
+                s["error"] = out
 
 
 def read_json(path: str | Path) -> Any:
@@ -114,8 +177,36 @@ def read_json(path: str | Path) -> Any:
         raise KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(p)) from None
 
 
-def import_file(path: str | Path, fmt: str | None = None, *, case_id: str | None = None) -> list[dict[str, Any]]:
+def import_file(
+    path: str | Path, fmt: str | None = None, *, case_id: str | None = None, tool_error: str | None = None
+) -> list[dict[str, Any]]:
     """Traces from a file in any supported format (see the module's docstring)."""
     data = read_json(path)
     # JSON Lines of messages is one conversation, not one trace per message.
-    return convert(data, fmt, case_id=case_id, file=str(path))
+    return convert(data, fmt, case_id=case_id, file=str(path), tool_error=tool_error)
+
+
+def import_files(
+    paths: list[str | Path], fmt: str | None = None, *, case_id: str | None = None, tool_error: str | None = None
+) -> list[dict[str, Any]]:
+    """Traces from several files; files of OTLP logs only are joined to the OTLP traces given with them."""
+    from kit.importers.otlp import is_otlp_logs, log_records
+
+    decoded = [(str(p), read_json(p)) for p in paths]
+    logs: list[Any] = []
+    rest = []
+    for name, data in decoded:
+        items = data if isinstance(data, list) else [data]
+        if items and all(is_otlp_logs(d) for d in items):
+            logs += [rec for d in items for rec in log_records(d, file=name)]
+        else:
+            rest.append((name, data))
+    if logs and not any(detect(d) == "otel" or fmt in ("otel", "genai", "openinference") for _, d in rest):
+        where = next(str(p) for p in paths if str(p) not in {n for n, _ in rest})
+        raise KitInputError(LOGS_ALONE, file=where)
+    traces: list[dict[str, Any]] = []
+    for name, data in rest:
+        otel = (fmt or detect(data)) in ("otel", "genai", "openinference")
+        traces += convert(data, fmt, case_id=case_id, file=name, logs=logs if otel else None, tool_error=tool_error)
+    _no_stray_logs(logs, next((str(p) for p in paths if str(p) not in {n for n, _ in rest}), None))
+    return traces

@@ -76,6 +76,20 @@ def is_otlp(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("resourceSpans"), list)
 
 
+def is_otlp_logs(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("resourceLogs"), list)
+
+
+def _ns(raw: Any, where: str, name: str, file: str | None) -> int:
+    """A timestamp in nanoseconds (OTLP JSON writes 64-bit integers as strings), or exit 2 naming the field."""
+    if raw is None or raw == "":
+        return 0
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise KitInputError(f"{where}.{name}: not a number of nanoseconds: {str(raw)[:40]!r}", file=file) from None
+
+
 def value(v: Any) -> Any:
     """An OTLP AnyValue as a Python value."""
     if not isinstance(v, dict) or not v:
@@ -101,9 +115,27 @@ def attributes(kvs: list[_KeyValue]) -> dict[str, Any]:
     return {kv.key: value(kv.value) for kv in kvs}
 
 
-def spans_by_trace(data: dict[str, Any], *, file: str | None = None) -> dict[str, list[OtelSpan]]:
-    """Every span of the export, grouped by trace id (in order of first appearance), sorted by start."""
+def spans_by_trace(
+    exports: list[dict[str, Any]], *, file: str | None = None, logs: list[LogRecord] | None = None
+) -> dict[str, list[OtelSpan]]:
+    """Every span of every export (the lines of a Collector file, where one trace is often split over
+    several batches), grouped by trace id in order of first appearance, sorted by start. Log records that
+    name a span become that span's events."""
     out: dict[str, list[OtelSpan]] = {}
+    for line, data in enumerate(exports):
+        _add_spans(data, out, file=f"{file}:{line + 1}" if file and len(exports) > 1 else file)
+    if logs:
+        by_id = {s.span_id: s for spans in out.values() for s in spans}
+        for rec in logs:
+            if rec.span_id in by_id:
+                by_id[rec.span_id].events.append((rec.name, rec.payload))
+                rec.joined = True
+    for spans in out.values():
+        spans.sort(key=lambda x: (x.start_ns, -x.end_ns))  # a parent before its first child
+    return out
+
+
+def _add_spans(data: dict[str, Any], out: dict[str, list[OtelSpan]], *, file: str | None) -> None:
     for r, rs in enumerate(data.get("resourceSpans") or []):
         resource = attributes([_KeyValue.model_validate(a) for a in (rs.get("resource") or {}).get("attributes", [])])
         for s, ss in enumerate(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
@@ -113,6 +145,7 @@ def spans_by_trace(data: dict[str, Any], *, file: str | None = None) -> dict[str
                 except ValidationError as e:
                     where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
                     raise KitInputError(f"{where}: {error_line(e)}", file=file) from None
+                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
                 error = None
                 if sp.status is not None and sp.status.code in STATUS_ERROR:
                     error = sp.status.message or "error"
@@ -122,14 +155,40 @@ def spans_by_trace(data: dict[str, Any], *, file: str | None = None) -> dict[str
                         span_id=sp.spanId,
                         parent_id=sp.parentSpanId or None,
                         name=sp.name,
-                        start_ns=int(sp.startTimeUnixNano or 0),
-                        end_ns=int(sp.endTimeUnixNano or 0),
+                        start_ns=_ns(sp.startTimeUnixNano, where, "startTimeUnixNano", file),
+                        end_ns=_ns(sp.endTimeUnixNano, where, "endTimeUnixNano", file),
                         attrs=attributes(sp.attributes),
                         resource=resource,
                         error=error,
                         events=[(e.name, attributes(e.attributes)) for e in sp.events],
                     )
                 )
-    for spans in out.values():
-        spans.sort(key=lambda x: (x.start_ns, -x.end_ns))  # a parent before its first child
+
+
+@dataclass
+class LogRecord:
+    """One OTLP log record that belongs to a span: GenAI content logged as events."""
+
+    span_id: str
+    name: str
+    payload: dict[str, Any]  # the record's attributes, and its body under "body"
+    joined: bool = False  # set once a span of the traces took it
+
+
+def log_records(data: dict[str, Any], *, file: str | None = None) -> list[LogRecord]:
+    """The log records of an OTLP logs export (`resourceLogs[].scopeLogs[].logRecords[]`) that name a span."""
+    out = []
+    for r, rl in enumerate(data.get("resourceLogs") or []):
+        for s, sl in enumerate((rl or {}).get("scopeLogs") or []):
+            for n, rec in enumerate((sl or {}).get("logRecords") or []):
+                if not isinstance(rec, dict):
+                    raise KitInputError(f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{n}]: not an object", file=file)
+                try:
+                    attrs = attributes([_KeyValue.model_validate(a) for a in rec.get("attributes") or []])
+                except ValidationError as e:
+                    where = f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{n}]"
+                    raise KitInputError(f"{where}: {error_line(e)}", file=file) from None
+                name = rec.get("eventName") or attrs.get("event.name") or ""
+                if rec.get("spanId"):
+                    out.append(LogRecord(str(rec["spanId"]), str(name), {**attrs, "body": value(rec.get("body"))}))
     return out

@@ -1,31 +1,48 @@
 """What OpenTelemetry spans mean: the GenAI semantic conventions and OpenInference, mapped to the trace.
 
-GenAI (`gen_ai.*`): `gen_ai.operation.name` is `chat` / `text_completion` / `generate_content` for a model
-call, `execute_tool` for a tool, `invoke_agent` for the agent; tokens in `gen_ai.usage.input_tokens` /
-`output_tokens`; messages as JSON in `gen_ai.input.messages` / `gen_ai.output.messages` (parts of type
-`text`, `tool_call`, `tool_call_response`); tool calls in `gen_ai.tool.name`, `gen_ai.tool.call.id`,
-`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`.
+GenAI (`gen_ai.*`): `gen_ai.operation.name` is `chat` / `text_completion` / `generate_content` (Latitude:
+`completion`) for a model call, `execute_tool` (Latitude: `tool`) for a tool, `invoke_agent` for the agent;
+a span without an operation name that carries `gen_ai.*.messages` or `gen_ai.prompt*` is a model call too.
+Messages come from, in this order of preference: `gen_ai.input.messages` / `gen_ai.output.messages` (parts
+of type `text`, `tool_call`, `tool_call_response`, or OpenAI-style `{role, content, tool_calls}`);
+the deprecated `gen_ai.prompt` / `gen_ai.completion` (JSON text); the indexed `gen_ai.prompt.N.*` /
+`gen_ai.completion.N.*` of Traceloop's OpenLLMetry and Latitude; and content events (span events, or OTLP
+log records joined by span id). Tools: `gen_ai.tool.name`, `gen_ai.tool.call.id`, `...call.arguments`,
+`...call.result` (Latitude: `gen_ai.tool.result.value`; pydantic-ai's older `tool_arguments` /
+`tool_response`).
 OpenInference: `openinference.span.kind` LLM / TOOL / AGENT / CHAIN; `llm.model_name`,
 `llm.token_count.prompt` / `completion`, `llm.cost.total`; flattened `llm.input_messages.N.message.*` and
-`llm.output_messages.N.message.tool_calls.M.tool_call.*`; tools in `tool.name`, `input.value`,
-`output.value`.
-Tool arguments and results that a span leaves out (content capture is opt-in) are filled from the model
-calls around it by tool-call id; when no tool span exists at all, the model's tool calls become the spans.
+`llm.output_messages.N.message.tool_calls.M.tool_call.*`, else the raw `input.value` / `output.value`;
+tools in `tool.name`, `input.value`, `output.value` (LangChain writes the raw tool input and a ToolMessage).
+
+Tool calls are read from the model's side (each model call's output, and any call in its input history not
+seen before) and from tool spans; a tool span is joined to the model's call by id, else by name and order,
+and a model call no tool span answers becomes a tool span of its own, its result taken from the history.
+Results in histories pair with the earliest unanswered call of their id, so reused ids stay right.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit.errors import KitInputError
 from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
 from kit.importers.otlp import OtelSpan
 
 GENAI, OPENINFERENCE = "genai", "openinference"
-LLM_OPS = ("chat", "text_completion", "generate_content")
+LLM_OPS = ("chat", "text_completion", "generate_content", "completion")
+TOOL_OPS = ("execute_tool", "tool")
 AGENT_OPS = ("invoke_agent", "create_agent", "invoke_workflow")
 CASE_ID_ATTR = "kit.case_id"  # lets an instrumented agent name the golden case it ran
+_GENAI_CONTENT = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion")
+# Attribute names that look like content; an LLM span with one of these but no message read is a shape
+# the importer does not know, and must say so rather than import an empty run.
+_CONTENTISH = re.compile(r"(prompt|completion|messages|content|input\.value|output\.value)", re.I)
+_NOT_CONTENT = re.compile(r"(usage|token|mime_type|_tokens|cost|\.model|request\.(max|top|temperature))", re.I)
 
 
 @dataclass
@@ -33,21 +50,25 @@ class Msg:
     role: str
     text: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, arguments}
-    tool_results: list[dict[str, Any]] = field(default_factory=list)  # {id, response}
+    tool_results: list[dict[str, Any]] = field(default_factory=list)  # {id, name, response}
+    finish_reason: str | None = None
 
 
 def kind(span: OtelSpan, convention: str | None = None) -> tuple[str | None, str | None]:
     """(llm | tool | agent | None, the convention that said so)."""
+    a = span.attrs
     if convention in (None, GENAI):
-        op = span.attrs.get("gen_ai.operation.name")
+        op = a.get("gen_ai.operation.name")
         if op in LLM_OPS:
             return "llm", GENAI
-        if op == "execute_tool":
+        if op in TOOL_OPS or (op is None and "gen_ai.tool.name" in a and "openinference.span.kind" not in a):
             return "tool", GENAI
         if op in AGENT_OPS:
             return "agent", GENAI
+        if op is None and "openinference.span.kind" not in a and _has_genai_content(a):
+            return "llm", GENAI
     if convention in (None, OPENINFERENCE):
-        oi = str(span.attrs.get("openinference.span.kind") or "").upper()
+        oi = str(a.get("openinference.span.kind") or "").upper()
         if oi == "LLM":
             return "llm", OPENINFERENCE
         if oi == "TOOL":
@@ -57,38 +78,86 @@ def kind(span: OtelSpan, convention: str | None = None) -> tuple[str | None, str
     return None, None
 
 
+def _has_genai_content(a: dict[str, Any]) -> bool:
+    return (
+        any(k in a for k in _GENAI_CONTENT)
+        or any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in a)
+        or a.get("llm.request.type") in ("chat", "completion")
+    )
+
+
 def _json(v: Any) -> Any:
-    return json.loads(v) if isinstance(v, str) and v.strip()[:1] in ("[", "{") else v
+    if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(v)
+        except json.JSONDecodeError:
+            return v
+    return v
 
 
 # --- messages -------------------------------------------------------------------------------------------
 
 
-def genai_messages(raw: Any) -> list[Msg]:
-    """`gen_ai.input.messages` / `gen_ai.output.messages` (JSON text or already a list) as messages."""
-    try:
-        items = _json(raw)
-    except json.JSONDecodeError:
-        return [Msg("assistant", text=str(raw))]
+def _call(tc: dict[str, Any]) -> dict[str, Any]:
+    """A tool call in any of the shapes exporters write: `{id, name, arguments}` or OpenAI's
+    `{id, function: {name, arguments}}`."""
+    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    return {
+        "id": tc.get("id"),
+        "name": tc.get("name", fn.get("name")),
+        "arguments": tc.get("arguments", fn.get("arguments")),
+    }
+
+
+def _text(content: Any) -> str | None:
+    """Message content: a string, a JSON string of content parts, or a list of parts."""
+    if isinstance(content, str) and content.strip()[:1] == "[":
+        parts = _json(content)
+        if isinstance(parts, list) and all(isinstance(p, dict) and "type" in p for p in parts):
+            return content_text(parts)
+    return content_text(content)
+
+
+def chat_messages(items: Any) -> list[Msg]:
+    """Messages in the GenAI parts shape or the OpenAI shape (a list of dicts)."""
     out = []
     for m in items if isinstance(items, list) else []:
         if not isinstance(m, dict):
             continue
-        msg = Msg(str(m.get("role") or "assistant"))
+        msg = Msg(str(m.get("role") or "assistant"), finish_reason=m.get("finish_reason"))
         texts = []
-        for p in m.get("parts") or []:
-            t = p.get("type") if isinstance(p, dict) else None
-            if t == "text":
-                texts.append(str(p.get("content", "")))
-            elif t == "tool_call":
-                msg.tool_calls.append({"id": p.get("id"), "name": p.get("name"), "arguments": p.get("arguments")})
-            elif t == "tool_call_response":
-                msg.tool_results.append({"id": p.get("id"), "response": p.get("response", p.get("result"))})
-        if "content" in m and not m.get("parts"):  # the older {role, content} shape
-            texts.append(content_text(m["content"]) or "")
+        if isinstance(m.get("parts"), list):
+            for p in m["parts"]:
+                t = p.get("type") if isinstance(p, dict) else None
+                if t == "text":
+                    texts.append(str(p.get("content", "")))
+                elif t == "tool_call":
+                    msg.tool_calls.append(_call(p))
+                elif t == "tool_call_response":
+                    resp = p.get("response", p.get("result"))
+                    msg.tool_results.append({"id": p.get("id"), "name": p.get("name"), "response": resp})
+        else:
+            text = _text(m.get("content"))
+            if msg.role in ("tool", "function"):
+                msg.tool_results.append({"id": m.get("tool_call_id"), "name": m.get("name"), "response": text})
+            elif text is not None:
+                texts.append(text)
+            for tc in m.get("tool_calls") or []:
+                if isinstance(tc, dict):
+                    msg.tool_calls.append(_call(tc))
+            if isinstance(m.get("function_call"), dict):
+                msg.tool_calls.append(_call(m["function_call"]))
         msg.text = "".join(texts) if texts else None
         out.append(msg)
     return out
+
+
+def genai_messages(raw: Any) -> list[Msg]:
+    """`gen_ai.input.messages` / `gen_ai.output.messages` (JSON text or already a list) as messages."""
+    items = _json(raw)
+    if isinstance(items, str):
+        return [Msg("assistant", text=items)] if items else []
+    return chat_messages(items)
 
 
 def _tree(attrs: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -114,6 +183,18 @@ def _indexed(node: Any) -> list[Any]:
     return [node[k] for k in sorted((k for k in node if k.isdigit()), key=int)]
 
 
+def indexed_messages(attrs: dict[str, Any], prefix: str) -> list[Msg]:
+    """OpenLLMetry's and Latitude's `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` as messages."""
+    items = []
+    for item in _indexed(_tree(attrs, prefix)):
+        if not isinstance(item, dict):
+            continue
+        m = {k: v for k, v in item.items() if k != "tool_calls"}
+        m["tool_calls"] = [tc for tc in _indexed(item.get("tool_calls")) if isinstance(tc, dict)]
+        items.append(m)
+    return chat_messages(items)
+
+
 def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
     """`llm.input_messages.*` or `llm.output_messages.*` as messages."""
     out = []
@@ -124,18 +205,44 @@ def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
         if text is None and "contents" in m:
             parts = [c.get("message_content", {}) for c in _indexed(m["contents"])]
             text = "".join(str(p.get("text", "")) for p in parts if p.get("type", "text") == "text")
-        msg.text = text
         for tc in _indexed(m.get("tool_calls")):
             call = tc.get("tool_call", {})
             fn = call.get("function", {})
             msg.tool_calls.append({"id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
         if msg.role == "tool":
-            msg.tool_results.append({"id": m.get("tool_call_id"), "response": text})
+            msg.tool_results.append({"id": m.get("tool_call_id"), "name": m.get("name"), "response": text})
+        else:
+            msg.text = text
         out.append(msg)
     return out
 
 
-# --- one trace -----------------------------------------------------------------------------------------
+def _openinference_values(attrs: dict[str, Any]) -> tuple[list[Msg], list[Msg]]:
+    """An LLM span that records only the raw request and response (`input.value` / `output.value`)."""
+    raw_in, raw_out = _json(attrs.get("input.value")), _json(attrs.get("output.value"))
+    if isinstance(raw_in, dict) and isinstance(raw_in.get("messages"), list):
+        inputs = chat_messages(raw_in["messages"])
+    elif isinstance(raw_in, list):
+        inputs = chat_messages(raw_in)
+    else:
+        inputs = [Msg("user", text=str(raw_in))] if raw_in not in (None, "") else []
+    if isinstance(raw_out, dict) and isinstance(raw_out.get("choices"), list):
+        outputs = []
+        for ch in raw_out["choices"]:
+            if isinstance(ch, dict) and isinstance(ch.get("message"), dict):
+                [msg] = chat_messages([{"role": "assistant", **ch["message"]}])
+                msg.finish_reason = ch.get("finish_reason")
+                outputs.append(msg)
+    elif isinstance(raw_out, dict) and "role" in raw_out:
+        outputs = chat_messages([raw_out])
+    elif isinstance(raw_out, list):
+        outputs = chat_messages(raw_out)
+    else:
+        outputs = [Msg("assistant", text=str(raw_out))] if raw_out not in (None, "") else []
+    return inputs, outputs
+
+
+# --- one span ------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -146,25 +253,57 @@ class _Llm:
     outputs: list[Msg]
 
 
+def _event_messages(span: OtelSpan) -> tuple[list[Msg], list[Msg]]:
+    """Content recorded as events (on the span, or as OTLP log records joined to it)."""
+    inputs: list[Msg] = []
+    outputs: list[Msg] = []
+    for name, ev in span.events:
+        body = ev.get("body")
+        payload = body if isinstance(body, dict) else {k: maybe_json(v) for k, v in ev.items() if k != "body"}
+        if name == "gen_ai.client.inference.operation.details":
+            inputs += genai_messages(ev.get("gen_ai.input.messages", payload.get("gen_ai.input.messages")))
+            outputs += genai_messages(ev.get("gen_ai.output.messages", payload.get("gen_ai.output.messages")))
+        elif name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message"):
+            role = name.split(".")[1]
+            inputs += chat_messages([{**payload, "role": role}])
+        elif name == "gen_ai.tool.message":
+            content = payload.get("content")
+            resp = content if isinstance(content, str) else json.dumps(content, default=str)
+            inputs.append(Msg("tool", tool_results=[{"id": payload.get("id"), "name": None, "response": resp}]))
+        elif name == "gen_ai.choice":
+            m = maybe_json(payload.get("message")) or {}
+            msgs = chat_messages([{"role": "assistant", **m}]) if isinstance(m, dict) else []
+            for msg in msgs:
+                msg.finish_reason = payload.get("finish_reason")
+            outputs += msgs
+    return inputs, outputs
+
+
 def _llm(span: OtelSpan, conv: str) -> _Llm:
     a = span.attrs
-    if conv == GENAI:
-        inputs = genai_messages(a.get("gen_ai.input.messages", "[]"))
-        outputs = genai_messages(a.get("gen_ai.output.messages", "[]"))
-        for name, ev in span.events:  # GenAI <= 1.36 logged content as span events
-            if name in ("gen_ai.user.message", "gen_ai.system.message"):
-                inputs.append(Msg(name.split(".")[1], text=content_text(maybe_json(ev.get("content")))))
-            elif name == "gen_ai.choice":
-                m = maybe_json(ev.get("message")) or {}
-                msg = Msg("assistant", text=content_text(m.get("content")) if isinstance(m, dict) else None)
-                for tc in (m.get("tool_calls") or []) if isinstance(m, dict) else []:
-                    fn = tc.get("function", {})
-                    msg.tool_calls.append(
-                        {"id": tc.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")}
-                    )
-                outputs.append(msg)
+    if conv == OPENINFERENCE:
+        inputs, outputs = openinference_messages(a, "input"), openinference_messages(a, "output")
+        if not inputs and not outputs:
+            inputs, outputs = _openinference_values(a)
         return _Llm(span, conv, inputs, outputs)
-    return _Llm(span, conv, openinference_messages(a, "input"), openinference_messages(a, "output"))
+    inputs = genai_messages(a["gen_ai.input.messages"]) if "gen_ai.input.messages" in a else []
+    outputs = genai_messages(a["gen_ai.output.messages"]) if "gen_ai.output.messages" in a else []
+    if not inputs:
+        inputs = genai_messages(a.get("gen_ai.prompt")) or indexed_messages(a, "gen_ai.prompt.")
+    if not outputs:
+        outputs = genai_messages(a.get("gen_ai.completion")) or indexed_messages(a, "gen_ai.completion.")
+    ev_in, ev_out = _event_messages(span)
+    if "gen_ai.system_instructions" in a and not any(m.role == "system" for m in inputs):
+        parts = _json(a["gen_ai.system_instructions"])
+        inputs.insert(0, Msg("system", text=content_text(parts) if isinstance(parts, list) else str(parts)))
+    return _Llm(span, conv, inputs or ev_in, outputs or ev_out)
+
+
+def _unread_content(x: _Llm) -> list[str]:
+    """Attribute names that look like recorded content on a model call from which no message was read."""
+    if x.inputs or x.outputs:
+        return []
+    return sorted(k for k in x.span.attrs if _CONTENTISH.search(k) and not _NOT_CONTENT.search(k))
 
 
 def _llm_span(x: _Llm) -> dict[str, Any]:
@@ -192,27 +331,138 @@ def _llm_span(x: _Llm) -> dict[str, Any]:
     return span
 
 
-def _tool_span(span: OtelSpan, conv: str, calls: dict[str, dict], results: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class _ToolSpan:
+    span: OtelSpan
+    name: str
+    call_id: str | None
+    raw_args: Any
+    raw_result: Any
+    error: str | None
+
+
+def _tool(span: OtelSpan, conv: str) -> _ToolSpan:
     a = span.attrs
     if conv == GENAI:
         name = a.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip()
-        call_id = a.get("gen_ai.tool.call.id")
-        raw_args, raw_result = a.get("gen_ai.tool.call.arguments"), a.get("gen_ai.tool.call.result")
-    else:
-        name = a.get("tool.name") or span.name
-        call_id = a.get("tool_call.id")
-        raw_args, raw_result = a.get("input.value"), a.get("output.value")
-    if raw_args is None and call_id in calls:
-        raw_args = calls[call_id]["arguments"]
-    if raw_result is None and call_id in results:
-        raw_result = results[call_id]
-    args, arg_error = parse_arguments(raw_args)
-    output = maybe_json(raw_result)
-    error = span.error or a.get("error.type") or arg_error or result_error(output)
-    out = {"kind": "tool", "name": name, "input": args, "output": output, "error": error, "latency_ms": span.latency_ms}
-    if call_id:
-        out["tool_call_id"] = call_id
-    return out
+        raw_args = a.get("gen_ai.tool.call.arguments", a.get("tool_arguments"))
+        raw_result = a.get("gen_ai.tool.call.result", a.get("gen_ai.tool.result.value", a.get("tool_response")))
+        error = span.error or a.get("error.type")
+        if a.get("gen_ai.tool.result.is_error") is True:
+            error = error or (raw_result if isinstance(raw_result, str) else "tool reported an error")
+        return _ToolSpan(span, name, a.get("gen_ai.tool.call.id"), raw_args, raw_result, error)
+    raw_result, call_id, error = a.get("output.value"), a.get("tool_call.id"), span.error
+    envelope = _tool_message(raw_result)
+    if envelope is not None:  # LangChain's ToolMessage: the tool's content, its call id, its status
+        raw_result = envelope.get("content")
+        call_id = call_id or envelope.get("tool_call_id")
+        if envelope.get("status") == "error":
+            error = error or (raw_result if isinstance(raw_result, str) else "tool reported an error")
+    return _ToolSpan(span, a.get("tool.name") or span.name, call_id, a.get("input.value"), raw_result, error)
+
+
+def _tool_message(raw: Any) -> dict[str, Any] | None:
+    m = _lc_message(_json(raw))
+    return m if m.get("type") in ("tool", None) and "content" in m and "tool_call_id" in m else None
+
+
+def _lc_message(v: Any) -> dict[str, Any]:
+    """A LangChain message in any of its serialised forms: `{"lc": 1, "kwargs": {...}}`, `{"type", "data"}`
+    (messages_to_dict) or plain fields."""
+    if not isinstance(v, dict):
+        return {}
+    if v.get("lc") is not None and isinstance(v.get("kwargs"), dict):
+        return {"type": str((v.get("id") or [""])[-1]).removesuffix("Message").lower() or None, **v["kwargs"]}
+    if isinstance(v.get("data"), dict) and isinstance(v.get("type"), str):
+        return {**v["data"], "type": v["type"]}
+    return v
+
+
+# --- one trace -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    """A tool call the model asked for, with the result the history gave it and the tool span that ran it."""
+
+    id: str | None
+    name: str | None
+    arguments: Any
+    result: Any = None
+    answered: bool = False
+    tool: _ToolSpan | None = None
+
+
+class _History:
+    """Reads each model call's input history once: what it holds beyond what earlier calls held or returned
+    (counted per message, so a history re-sent in full adds nothing, and a fresh one adds what is new)."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[tuple[Any, ...]] = Counter()
+        self.calls: list[_Call] = []
+
+    def read_inputs(self, inputs: list[Msg]) -> list[tuple[str, Any]]:
+        items: list[tuple[str, Any]] = []
+        here: Counter[tuple[Any, ...]] = Counter()
+        for m in inputs:
+            if m.role in ("tool", "function"):
+                for r in m.tool_results:
+                    key = ("result", r.get("id") or r.get("name"))
+                    here[key] += 1
+                    if here[key] > self.seen[key]:
+                        self.seen[key] += 1
+                        self._answer(r)
+                continue
+            if m.text is not None:
+                key = ("assistant" if m.role == "assistant" else m.role, m.text)
+                here[key] += 1
+                if here[key] > self.seen[key]:
+                    self.seen[key] += 1
+                    items.append(("message", {"kind": "message", "role": m.role, "content": m.text}))
+            for tc in m.tool_calls:
+                key = ("call", tc.get("id"), tc.get("name"))
+                here[key] += 1
+                if here[key] > self.seen[key]:
+                    self.seen[key] += 1
+                    items.append(("call", self._new_call(tc)))
+        return items
+
+    def read_outputs(self, outputs: list[Msg]) -> list[tuple[str, Any]]:
+        items: list[tuple[str, Any]] = []
+        for m in outputs:
+            if m.text:
+                self.seen[("assistant", m.text)] += 1
+                items.append(("message", {"kind": "message", "role": "assistant", "content": m.text}))
+            for tc in m.tool_calls:
+                self.seen[("call", tc.get("id"), tc.get("name"))] += 1
+                items.append(("call", self._new_call(tc)))
+        return items
+
+    def _new_call(self, tc: dict[str, Any]) -> _Call:
+        c = _Call(tc.get("id"), tc.get("name"), tc.get("arguments"))
+        self.calls.append(c)
+        return c
+
+    def _answer(self, r: dict[str, Any]) -> None:
+        """The earliest unanswered call of this id (or, without an id, of this name, else any)."""
+        rid = r.get("id")
+        open_calls = [c for c in self.calls if not c.answered]
+        match = [c for c in open_calls if c.id == rid] if rid else []
+        if not match and not rid:
+            match = [c for c in open_calls if c.name == r.get("name")] or open_calls
+        if match:
+            match[0].result, match[0].answered = r.get("response"), True
+
+    def join(self, t: _ToolSpan) -> _Call | None:
+        """The model's call a tool span ran: by id, else the earliest one of that name no span ran yet."""
+        free = [c for c in self.calls if c.tool is None]
+        match = [c for c in free if t.call_id and c.id == t.call_id]
+        if not match and not t.call_id:
+            match = [c for c in free if c.name == t.name]
+        if match:
+            match[0].tool = t
+            return match[0]
+        return None
 
 
 def build_trace(spans: list[OtelSpan], *, case_id: str, convention: str | None = None) -> dict[str, Any]:
@@ -220,80 +470,109 @@ def build_trace(spans: list[OtelSpan], *, case_id: str, convention: str | None =
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if not s.parent_id or s.parent_id not in ids]
     kinds = [(s, *kind(s, convention)) for s in spans]
-    llms = [_llm(s, c) for s, k, c in kinds if k == "llm"]
-    by_span = {x.span.span_id: x for x in llms}
-    calls = {tc["id"]: tc for x in llms for m in x.outputs for tc in m.tool_calls if tc.get("id")}
-    results = {r["id"]: r["response"] for x in llms for m in x.inputs for r in m.tool_results if r.get("id")}
-    has_tool_spans = any(k == "tool" for _, k, _ in kinds)
-    conventions = sorted({c for _, k, c in kinds if c})
+    if not any(k in ("llm", "tool", "agent") for _, k, _ in kinds):
+        raise KitInputError(_unknown(spans, convention))
 
-    out: list[dict[str, Any]] = []
-    seen_inputs: list[str] = []  # user/system messages already emitted, in order (every call repeats them)
-    final_from_llm: str | None = None
+    history = _History()
+    plan: list[tuple[str, Any]] = []  # ("llm", _Llm) | ("message", span) | ("call", _Call) | ("tool", ...)
     last_llm: _Llm | None = None
     for s, k, conv in kinds:
         if k == "llm":
-            x = by_span[s.span_id]
-            _emit_new_inputs(x.inputs, seen_inputs, out)
-            out.append(_llm_span(x))
-            for m in x.outputs:
-                if m.text:
-                    out.append({"kind": "message", "role": "assistant", "content": m.text})
-                if not has_tool_spans:
-                    for tc in m.tool_calls:
-                        out.append(_synth_tool(tc, results))
-            texts = [m.text for m in x.outputs if m.text]
-            pending = any(m.tool_calls for m in x.outputs)
-            final_from_llm = texts[-1] if texts and not pending else None
+            x = _llm(s, conv or GENAI)
+            unread = _unread_content(x)
+            if unread:
+                raise KitInputError(
+                    f"span {s.name!r} ({s.span_id}) is a model call with content in {', '.join(unread[:6])} "
+                    "in a shape the importer does not read"
+                )
+            plan += history.read_inputs(x.inputs)
+            plan.append(("llm", x))
+            plan += history.read_outputs(x.outputs)
             last_llm = x
         elif k == "tool":
-            out.append(_tool_span(s, conv or GENAI, calls, results))
+            t = _tool(s, conv or GENAI)
+            plan.append(("tool", (t, history.join(t))))
 
+    out: list[dict[str, Any]] = []
+    for what, item in plan:
+        if what == "llm":
+            out.append(_llm_span(item))
+        elif what == "message":
+            out.append(item)
+        elif what == "call" and item.tool is None:
+            out.append(_synth_tool(item))
+        elif what == "tool":
+            out.append(_tool_span(*item))
+
+    final_from_llm = None
+    if last_llm is not None:
+        texts = [m.text for m in last_llm.outputs if m.text]
+        pending = any(m.tool_calls for m in last_llm.outputs)
+        final_from_llm = texts[-1] if texts and not pending else None
     root = roots[0] if roots else None
     agent_output = _agent_output(root, convention) if root is not None else None
     final = agent_output if agent_output is not None else final_from_llm
-    finish = _finish(root, last_llm, final)
     starts = [s.start_ns for s in spans if s.start_ns]
     ends = [s.end_ns for s in spans if s.end_ns]
     cid = next((str(s.attrs[CASE_ID_ATTR]) for s in spans if CASE_ID_ATTR in s.attrs), None)
     cid = cid or (str(spans[0].resource[CASE_ID_ATTR]) if spans and CASE_ID_ATTR in spans[0].resource else case_id)
-    trace: dict[str, Any] = {
+    conventions = sorted({c for _, k, c in kinds if c})
+    return {
         "case_id": cid,
         "model": _llm_span(last_llm)["name"] if last_llm else None,
         "final_output": final,
-        "finish_reason": finish,
+        "finish_reason": _finish(root, last_llm, final),
         "latency_ms": round((max(ends) - min(starts)) / 1e6, 3) if starts and ends else None,
         "spans": out,
         "source_format": "otel-" + "+".join(conventions) if conventions else "otel",
         "otel_trace_id": spans[0].trace_id if spans else None,
     }
-    return trace
 
 
-def _emit_new_inputs(inputs: list[Msg], seen: list[str], out: list[dict[str, Any]]) -> None:
-    n = 0
-    for m in inputs:
-        if m.role not in ("user", "system", "developer") or m.text is None:
-            continue
-        if n >= len(seen):
-            seen.append(m.text)
-            out.append({"kind": "message", "role": m.role, "content": m.text})
-        n += 1
+def _unknown(spans: list[OtelSpan], convention: str | None) -> str:
+    names = ", ".join(repr(n) for n in list(dict.fromkeys(s.name for s in spans))[:5])
+    keys = sorted({k for s in spans for k in s.attrs})
+    which = {GENAI: "the GenAI semantic conventions", OPENINFERENCE: "OpenInference"}.get(
+        convention or "", "the GenAI semantic conventions or OpenInference"
+    )
+    shown = ", ".join(keys[:12]) + (f" (+{len(keys) - 12} more)" if len(keys) > 12 else "")
+    return (
+        f"trace {spans[0].trace_id or '(no id)'}: none of its {len(spans)} span(s) follows {which} "
+        f"(span names {names}; attributes {shown or 'none'})"
+    )
 
 
-def _synth_tool(tc: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    args, arg_error = parse_arguments(tc.get("arguments"))
-    found = tc.get("id") in results
-    output = maybe_json(results.get(tc.get("id")))
-    error = arg_error or (None if found else "no tool result in the trace") or result_error(output)
-    return {
+def _tool_span(t: _ToolSpan, call: _Call | None) -> dict[str, Any]:
+    raw_args = t.raw_args
+    args, arg_error = parse_arguments(raw_args)
+    if (raw_args is None or arg_error) and call is not None:
+        args, arg_error = parse_arguments(call.arguments)  # the model's own arguments
+    elif arg_error and isinstance(raw_args, str):
+        args, arg_error = {"input": raw_args}, None  # a tool given plain text, not a model's bad JSON
+    raw_result = t.raw_result
+    if raw_result is None and call is not None and call.answered:
+        raw_result = call.result
+    output = maybe_json(raw_result)
+    error = t.error or arg_error or result_error(output)
+    call_id = t.call_id or (call.id if call is not None else None)
+    out = {
         "kind": "tool",
-        "name": tc.get("name"),
+        "name": t.name,
         "input": args,
         "output": output,
         "error": error,
-        "tool_call_id": tc.get("id"),
+        "latency_ms": t.span.latency_ms,
     }
+    if call_id:
+        out["tool_call_id"] = call_id
+    return out
+
+
+def _synth_tool(c: _Call) -> dict[str, Any]:
+    args, arg_error = parse_arguments(c.arguments)
+    output = maybe_json(c.result) if c.answered else None
+    error = arg_error or (None if c.answered else "no tool result in the trace") or result_error(output)
+    return {"kind": "tool", "name": c.name, "input": args, "output": output, "error": error, "tool_call_id": c.id}
 
 
 def _agent_output(root: OtelSpan, convention: str | None) -> str | None:
@@ -302,16 +581,38 @@ def _agent_output(root: OtelSpan, convention: str | None) -> str | None:
         return None
     if conv == GENAI:
         texts = [m.text for m in genai_messages(root.attrs.get("gen_ai.output.messages", "[]")) if m.text]
-        return texts[-1] if texts else None
-    v = root.attrs.get("output.value")
+        if texts:
+            return texts[-1]
+        v = root.attrs.get("final_result")  # pydantic-ai's agent run
+        return v if isinstance(v, str) or v is None else json.dumps(v, default=str)
+    v = _json(root.attrs.get("output.value"))
+    if isinstance(v, dict):  # LangChain's graph state: the last message is the answer
+        msgs = v.get("messages") or (v.get("output") if isinstance(v.get("output"), list) else None)
+        if isinstance(msgs, list) and msgs:
+            last = _lc_message(msgs[-1])
+            if isinstance(last.get("content"), str):
+                return last["content"]
     return v if isinstance(v, str) else (None if v is None else json.dumps(v, default=str))
+
+
+_STOP = ("stop", "end_turn", "STOP", "completed")
+_CUT = ("length", "max_tokens", "MAX_TOKENS")
 
 
 def _finish(root: OtelSpan | None, last: _Llm | None, final: str | None) -> str | None:
     if (root is not None and root.error) or (last is not None and last.span.error):
         return "error"
-    if last is not None:
-        reasons = last.span.attrs.get("gen_ai.response.finish_reasons") or []
-        if "length" in (reasons if isinstance(reasons, list) else [reasons]):
-            return "step_cap"
-    return "finish" if final is not None else None
+    if last is None:
+        return "finish" if final is not None else None
+    reasons = last.span.attrs.get("gen_ai.response.finish_reasons")
+    reasons = list(reasons) if isinstance(reasons, list | tuple) else ([reasons] if reasons else [])
+    reasons += [m.finish_reason for m in last.outputs if m.finish_reason]
+    if any(r in _CUT for r in reasons):
+        return "step_cap"
+    if final is not None:
+        return "finish"
+    # With content capture off (OpenTelemetry's default) the answer is not recorded, but the model said
+    # it stopped without asking for a tool.
+    if any(r in _STOP for r in reasons) and not any(m.tool_calls for m in last.outputs):
+        return "finish"
+    return None

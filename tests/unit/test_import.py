@@ -159,8 +159,9 @@ def test_openinference_llm_and_tool_spans():
 
 def test_forcing_a_convention_ignores_the_other():
     data = json.loads((DATA / "otel_openinference_address.json").read_text())
-    [t] = convert(data, "genai", case_id="x")
-    assert t["spans"] == [] and t["final_output"] is None and t["source_format"] == "otel"
+    # Nothing follows the forced convention: exit 2 saying what was found, never an empty trace.
+    with pytest.raises(KitInputError, match=r"none of its 8 span\(s\) follows the GenAI semantic conventions"):
+        convert(data, "genai", case_id="x", file="f.json")
     [t] = convert(data, "openinference", case_id="x")
     assert len(tools(t)) == 3
 
