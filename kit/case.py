@@ -3,6 +3,7 @@ compiled once, named invariants expanded into checks."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +21,31 @@ NOT_CASE_FILES = {"invariants.yaml", "invariants.yml", "rubrics.yaml", "rubrics.
 NOT_CASE_DIRS = {"fixtures", "cassettes", "traces", "schemas"}
 
 Turn = int | Literal["last"]
+
+# Most runs a case may ask for: more is a typo, and would hold every result in memory before it is stored.
+MAX_RUNS = 1000
+
+# Every key a case may have. A key outside this list is a load error (with "did you mean"), so a misspelt
+# key such as `invarients:` cannot silently stop applying. `cassette`, `name`, `description` and `metadata`
+# (the user's own free-form fields) are kept in Case.extra.
+CASE_KEYS = (
+    "id",
+    "input",
+    "turns",
+    "user",
+    "reference",
+    "runs",
+    "invariants",
+    "checks",
+    "context",
+    "variant",
+    "tags",
+    "cassette",
+    "name",
+    "description",
+    "metadata",
+)
+_EXTRA_KEYS = ("cassette", "name", "description", "metadata")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,19 +107,23 @@ class _UserModel(BaseModel):
 
 
 class _CaseModel(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     id: str
     input: str | list[dict[str, Any]] | None = None
     turns: list[str] | None = Field(default=None, min_length=1)
     user: _UserModel | None = None
     reference: str | None = None
-    runs: int = Field(default=1, ge=1)
+    runs: int = Field(default=1, ge=1, le=MAX_RUNS)
     invariants: list[str] = Field(default_factory=list)
     checks: list[Any] = Field(default_factory=list)
     context: dict[str, Any] = Field(default_factory=dict)
     variant: str | None = None
     tags: list[str] = Field(default_factory=list)
+    cassette: str | None = None
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
     @classmethod
@@ -144,12 +174,23 @@ def parse_check(
             case=case,
             check=f"{where} ({type_})",
         )
-    definition = REGISTRY.get(type_)
+    definition = REGISTRY.get(type_) if isinstance(type_, str) else None
     if definition is None:
-        known = ", ".join(sorted(REGISTRY))
         raise KitInputError(
-            f"unknown check type {type_!r} (known: {known})", file=file, case=case, check=f"{where} ({type_})"
+            f"unknown check type {type_!r}{did_you_mean(type_, REGISTRY)}",
+            file=file,
+            case=case,
+            check=f"{where} ({type_})",
         )
+    allowed = [f.alias or n for n, f in definition.params.model_fields.items()]
+    for key in params:
+        if key not in allowed:
+            raise KitInputError(
+                f"unknown parameter {key!r}{did_you_mean(key, allowed)}",
+                file=file,
+                case=case,
+                check=f"{where} ({type_})",
+            )
     try:
         parsed = definition.parse(params, {"base_dir": base_dir})
     except ValueError as e:
@@ -159,6 +200,15 @@ def parse_check(
     else:
         name = definition.name_for(parsed) + ("" if turn is None else "@last" if turn == "last" else f"@turn{turn}")
     return CheckSpec(type_, parsed, name, invariant, raw, turn)
+
+
+def did_you_mean(word: Any, known: Any) -> str:
+    """` (did you mean 'x'?)` for the closest of `known`, else ` (known: a, b, ...)`."""
+    names = sorted(str(k) for k in known)
+    close = difflib.get_close_matches(str(word), names, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (known: {', '.join(names)})" if names else ""
 
 
 def _read_yaml(path: Path) -> list[Any]:
@@ -214,6 +264,10 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
     case_id = raw.get("id") if isinstance(raw, dict) else None
     if not isinstance(raw, dict):
         raise KitInputError(f"a case must be a mapping, got {type(raw).__name__}", file=file)
+    where = str(case_id) if case_id is not None else None
+    for key in raw:
+        if key not in CASE_KEYS:
+            raise KitInputError(f"unknown key {key!r}{did_you_mean(key, CASE_KEYS)}", file=file, case=where)
     try:
         m = _CaseModel.model_validate(raw)
     except ValidationError as e:
@@ -246,7 +300,7 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
         variant=m.variant,
         tags=tuple(m.tags),
         file=file,
-        extra=dict(m.model_extra or {}),
+        extra={k: getattr(m, k) for k in _EXTRA_KEYS if k in raw},
     )
 
 

@@ -144,10 +144,50 @@ def test_non_case_files_and_folders_are_skipped(tmp_path):
     assert suite.errors == [] and [c.id for c in suite.cases] == ["a", "b"]
 
 
-def test_extra_case_fields_are_kept(tmp_path):
-    write(tmp_path, "c.yaml", "id: a\ninput: hi\ncontext: {customer_id: C1}\nowner: team-x\nruns: 3\n")
+def test_declared_extra_case_fields_are_kept(tmp_path):
+    write(
+        tmp_path,
+        "c.yaml",
+        "id: a\ninput: hi\ncontext: {customer_id: C1}\nmetadata: {owner: team-x}\ncassette: a.json\nruns: 3\n",
+    )
     (case,) = load_suite(tmp_path).cases
-    assert case.context == {"customer_id": "C1"} and case.extra == {"owner": "team-x"} and case.runs == 3
+    assert case.context == {"customer_id": "C1"} and case.runs == 3
+    assert case.extra == {"metadata": {"owner": "team-x"}, "cassette": "a.json"}
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("id: c1\ninput: hi\ninvarients: [x]\n", "case 'c1': unknown key 'invarients' (did you mean 'invariants'?)"),
+        ("id: c1\ninput: hi\nchecsk: []\n", "case 'c1': unknown key 'checsk' (did you mean 'checks'?)"),
+        ("id: c1\ninput: hi\nowner: me\n", "case 'c1': unknown key 'owner' (known: cassette, checks, context,"),
+        ("id: c1\ninput: hi\nchecks: [{type: not_caled, tool: x}]\n", "unknown check type 'not_caled' (did you mean"),
+        ("id: c1\ninput: hi\nchecks: [{type: [a]}]\n", "check #1 (['a']): unknown check type ['a']"),
+        (
+            "id: c1\ninput: hi\nchecks: [{type: called, tol: x}]\n",
+            "check #1 (called): unknown parameter 'tol' (did you",
+        ),
+        (
+            "id: c1\ninput: hi\nchecks: [{type: regex, patern: x}]\n",
+            "unknown parameter 'patern' (did you mean 'pattern'?)",
+        ),
+    ],
+)
+def test_unknown_keys_types_and_parameters_suggest_the_known_one(tmp_path, case, message):
+    write(tmp_path, "c.yaml", case)
+    suite = load_suite(tmp_path)
+    assert suite.cases == []
+    (err,) = suite.errors
+    assert str(err).startswith(f"{tmp_path / 'c.yaml'}: case 'c1': ")
+    assert message in str(err)
+
+
+def test_an_unknown_key_in_an_invariant_check_is_named(tmp_path):
+    write(tmp_path, "invariants.yaml", "safe: [{type: not_called, tool: issue_refund, tools: x}]\n")
+    write(tmp_path, "c.yaml", "id: a\ninput: hi\n")
+    err = load_suite(tmp_path).errors[0]
+    assert "invariants.yaml: check #1 of invariant 'safe' (not_called): unknown parameter 'tools'" in str(err)
+    assert "did you mean 'tool'?" in str(err)
 
 
 def test_a_broken_invariants_file_is_reported(tmp_path):
