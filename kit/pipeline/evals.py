@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitInputError
-from kit.pipeline.stages import PROMPTFOO_OUT, Stage, StageResult, kit_command, run_stage, stages
+from kit.pipeline.stages import OUT, Stage, StageResult, kit_command, run_stage, stages
 from kit.pipeline.summary import Collected, collect, summary_text
 from kit.report import junit
 from kit.settings import Settings, load_settings
 from kit.store import Store, open_store
 from kit.store import queries as q
 from kit.store.merge import import_runs
-
-OUT = Path(".kit")
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -44,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KitInputError as e:
         print(f"make evals: {e}", file=sys.stderr)
         return 2
-    chosen = [s for s in stages(settings, args.shards) if not args.only or s.name in args.only]
+    chosen = [s for s in stages(settings, args.shards, args.out) if not args.only or s.name in args.only]
     return evaluate(settings, chosen, args.out, baseline_store=args.baseline_store)
 
 
@@ -68,7 +66,7 @@ def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_sto
     and no stage broke (exited non-zero without writing a run), else 1."""
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    PROMPTFOO_OUT.mkdir(parents=True, exist_ok=True)
+    (out / "promptfoo").mkdir(parents=True, exist_ok=True)
     store = open_store(settings.store)
     if baseline_store and baseline_store.is_file():
         print(f"==> baseline: {import_runs(store, baseline_store)} runs copied from {baseline_store}")

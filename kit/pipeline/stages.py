@@ -28,7 +28,6 @@ from typing import TextIO
 from kit.case import find_upwards
 from kit.settings import Settings
 
-PROMPTFOO_OUT = Path(".promptfoo/out")
 PROMPTFOO_EVAL = ("eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-table", "-o")
 PROMPTFOO_REDTEAM = ("redteam", "run", "-c", "redteam/promptfooconfig.yaml", "-o", "redteam/redteam.yaml", "--force")
 
@@ -106,7 +105,7 @@ def kit_stage(settings: Settings, shards: Path | None = None) -> Stage:
     return Stage("kit", note, (kit_step("run", argv),), "kit")
 
 
-GENERATED = Path(".kit/promptfoo")  # Promptfoo configs for another agent or other cases than golden/
+OUT = Path(".kit")  # where the summary, reports and logs go; Promptfoo's configs and results under promptfoo/
 DEFAULT_CORPUS = Path("redteam/attacks.yaml")  # the reference agent's shop attacks (the settings' default)
 
 
@@ -116,19 +115,20 @@ def own_promptfoo_config(settings: Settings) -> bool:
     return settings.agent is not None or Path(settings.cases).resolve() != Path("golden").resolve()
 
 
-def promptfoo_stage(settings: Settings) -> Stage:
+def promptfoo_stage(settings: Settings, work: Path) -> Stage:
+    """`work`: this invocation's folder for generated configs and results (concurrent runs never share one)."""
     store = ["--store", str(settings.store)]
     launcher = (sys.executable, "-m", "kit_promptfoo.run_promptfoo")
-    out_json = str((PROMPTFOO_OUT / "golden.json").resolve())
+    out_json = str((work / "golden.json").resolve())
     if own_promptfoo_config(settings):
-        config = (GENERATED / "promptfooconfig.yaml").resolve()
+        config = (work / "promptfooconfig.yaml").resolve()
         gen = [sys.executable, "-m", "kit_promptfoo.genconfig", "--golden", str(Path(settings.cases).resolve())]
         gen += ["--out", str(config)]
         if settings.agent:
             gen += ["--agent", settings.agent] + (["--model", settings.agent_model] if settings.agent_model else [])
         first = Step("genconfig", tuple(gen))
         who = settings.agent or "the reference agent"
-        note = f"promptfoo eval ({who} on {settings.cases}; config {GENERATED / 'promptfooconfig.yaml'})"
+        note = f"promptfoo eval ({who} on {settings.cases}; config {work / 'promptfooconfig.yaml'})"
         eval_argv = ("eval", "-c", str(config), "--no-progress-bar", "--no-table", "-o", out_json)
     else:
         first = Step("genconfig", (sys.executable, "-m", "kit_promptfoo.genconfig", "--check"))
@@ -147,18 +147,18 @@ def promptfoo_stage(settings: Settings) -> Stage:
     )
 
 
-def redteam_stage(settings: Settings) -> Stage:
+def redteam_stage(settings: Settings, work: Path) -> Stage:
     """The red team of the settings' agent. The reference agent runs the committed configuration, with its
     deliberately vulnerable control target; another agent gets one generated for it (no control target:
     that belongs to the reference agent), from the user's purpose, corpus and invariants where given."""
     store = ["--store", str(settings.store)]
     launcher = (sys.executable, "-m", "kit_promptfoo.run_promptfoo")
-    out_json = str((PROMPTFOO_OUT / "redteam.json").resolve())
+    out_json = str((work / "redteam.json").resolve())
     steps: list[Step] = []
     env: dict[str, str] = {}
     if settings.agent:
         rt = settings.redteam
-        config = (GENERATED / "redteam" / "promptfooconfig.yaml").resolve()
+        config = (work / "redteam" / "promptfooconfig.yaml").resolve()
         gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", settings.agent, "--out", str(config)]
         if settings.agent_model:
             gen += ["--model", settings.agent_model]
@@ -192,7 +192,8 @@ def redteam_stage(settings: Settings) -> Stage:
     return Stage("redteam", note, tuple(steps), "promptfoo")
 
 
-def stages(settings: Settings, shards: Path | None = None) -> list[Stage]:
+def stages(settings: Settings, shards: Path | None = None, out: Path = OUT) -> list[Stage]:
+    work = out / "promptfoo"
     upload = bool(os.environ.get("KIT_DEEPEVAL_UPLOAD"))
     deepeval_env = {
         # DeepEval reads .env and builds its telemetry client at import, before tests/evals loads.
@@ -209,8 +210,8 @@ def stages(settings: Settings, shards: Path | None = None) -> list[Stage]:
             (Step("deepeval", (_tool("deepeval"), "test", "run", "tests/evals", "-d", "failing"), env=deepeval_env),),
             "deepeval",
         ),
-        promptfoo_stage(settings),
-        redteam_stage(settings),
+        promptfoo_stage(settings, work),
+        redteam_stage(settings, work),
     ]
 
 
