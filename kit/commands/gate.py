@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
     from kit.store import queries as q
 
     try:
-        if args.config and not Path(args.config).is_file():
+        if args.config and not Path(args.config).exists():
             raise KitInputError("no such gate policy file", file=args.config)
         policy = load_policy(Path(args.config) if args.config else load_settings().gates)
     except KitInputError as e:

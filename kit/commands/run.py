@@ -4,9 +4,11 @@
             [--shard i/n --out PATH] [--replay [DIR] | --record DIR] [--timeout S] [--workers N]
 
 Prints per case the pass fraction, pass^k and the failing checks with their reasons; results go to the
-store (`.kit/evals.duckdb`, or $KIT_STORE), or to `.kit/runs/<run_id>.json` when the store cannot be
-used. With `--shard i/n`, runs one deterministic slice of the cases and writes its results to a file the
-store merges. Exit 0 when every run passes, 1 when any fails or errors, 2 on bad input.
+store (`.kit/evals.duckdb`, or $KIT_STORE) as each run finishes, so a killed `kit run` keeps every finished
+result; when the store cannot be written they go to `.kit/runs/<run_id>.json` and the exit is 2. With
+`--shard i/n`, runs one deterministic slice of the cases and writes its results to a file the store merges.
+A case file that does not load is an error result of the run (which is then `incomplete`), so a gate never
+passes a suite with cases missing. Exit 0 when every run passes, 1 when any fails or errors, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import fnmatch
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -22,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitInputError
-
-RECORD_BATCH = 64  # results per store write: one syscall per batch, and a crash loses at most this many
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -132,8 +133,8 @@ def _main(args: argparse.Namespace) -> int:
         return _merge(args)
     if args.runs is not None and args.runs < 1:
         raise KitInputError(f"--runs must be at least 1, got {args.runs}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise KitInputError(f"--timeout must be positive, got {args.timeout}")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise KitInputError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     shard = parse_shard(args.shard) if args.shard else None
     suite = load_suite(args.cases, args.invariants)
     for e in suite.errors:
@@ -170,9 +171,12 @@ def _main(args: argparse.Namespace) -> int:
         sink.add(outcome)
 
     options = RunOptions(runs=args.runs, timeout=args.timeout, workers=args.workers, mode=args.pool, shard=shard)
-    outcomes = run_suite(jobs, agent, options, run_id=run_id, on_outcome=landed)
+    outcomes = _not_loaded(suite.errors, run_id) if not args.only else []
+    for outcome in outcomes:
+        sink.add(outcome)
+    outcomes += run_suite(jobs, agent, options, run_id=run_id, on_outcome=landed)
     wall = time.perf_counter() - t0
-    destination = sink.close(outcomes)
+    destination = sink.close(outcomes, complete=not suite.errors)
 
     runs = [o.case_run for o in outcomes]
     summary = summarize(runs)
@@ -189,13 +193,31 @@ def _main(args: argparse.Namespace) -> int:
     else:
         report(runs, summary, verbose=args.verbose)
         print(f"{len(jobs)} runs in {wall:.2f}s ({len(jobs) / max(wall, 1e-9):.1f} runs/s); results: {destination}")
-    if suite.errors:
+    if suite.errors or sink.failed:
         return 2
     return 0 if runs and all(r.passed for r in runs) else 1
 
 
+def _not_loaded(errors: list[KitInputError], run_id: str) -> list[Any]:
+    """A case that did not load is an error result of the run, named by its case id (or its file), so
+    every report and gate sees the hole instead of a suite that merely looks smaller."""
+    from kit.evaluate import error_run
+    from kit.runner import Outcome
+
+    out, seen = [], set()
+    for e in errors:
+        case_id = e.case or f"<{e.file or 'cases'}>"
+        if case_id in seen:
+            continue
+        seen.add(case_id)
+        out.append(Outcome(error_run(case_id, 0, f"not run: the case did not load: {e}", run_id=run_id), None))
+    return out
+
+
 def _merge(args: argparse.Namespace) -> int:
     """`--merge SHARD...`: the last job of a CI matrix loads every shard and gates on the whole suite."""
+    import duckdb
+
     from kit.aggregate import summarize
     from kit.runner.output import report
     from kit.runner.shards import load_case_runs, merge_shards, shard_run_ids
@@ -206,7 +228,14 @@ def _merge(args: argparse.Namespace) -> int:
             raise KitInputError("no such shard file or folder", file=p)
     store = open_store(args.store)
     with store.connect() as con:
-        added = merge_shards(con, args.merge)
+        added: dict[str, int] = {}
+        for p in args.merge:
+            try:
+                for table, n in merge_shards(con, [p]).items():
+                    added[table] = added.get(table, 0) + n
+            except (duckdb.Error, OSError, ValueError) as e:
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+                raise KitInputError(f"not a shard file: {first}", file=p) from None
         run_ids = shard_run_ids(con, args.merge)
         runs = [r for rid in run_ids for r in load_case_runs(con, rid)]
     summary = summarize(runs)
@@ -278,11 +307,13 @@ def _now() -> str:
 
 
 class _Sink:
-    """Results to the store as they land (in batches), or to a file at the end. If the store fails at
-    any point, everything goes to the JSON file instead, and the message says so."""
+    """Results to the store as each lands (one append to the store's spool: it survives a SIGKILL of this
+    process at once), or to a file at the end. If the store cannot be written, everything goes to the JSON
+    file instead, the message says so, and `failed` makes the exit 2."""
 
     def __init__(self, args: argparse.Namespace, run_row: dict[str, Any], *, to_file: bool) -> None:
-        self.args, self.run_row, self.store, self.pending = args, run_row, None, []
+        self.args, self.run_row, self.store = args, run_row, None
+        self.failed = False
         if to_file:
             return
         try:
@@ -303,41 +334,38 @@ class _Sink:
     def _store_failed(self, e: Exception) -> None:
         print(f"kit run: store unavailable ({type(e).__name__}: {e}); writing results to a file", file=sys.stderr)
         self.store = None
+        self.failed = True
 
     def add(self, outcome: Any) -> None:
         if self.store is None:
             return
-        self.pending.append(outcome)
-        if len(self.pending) >= RECORD_BATCH:
-            self._flush()
-
-    def _flush(self) -> None:
-        batch, self.pending = self.pending, []
-        if self.store is None or not batch:
-            return
         try:
-            self.store.record_many(self.run_row["run_id"], [(o.case_run, o.trace) for o in batch])
+            self.store.record(self.run_row["run_id"], outcome.case_run, outcome.trace)
         except Exception as e:
             self._store_failed(e)
 
-    def close(self, outcomes: list[Any]) -> str:
-        """Finish the run; returns where the results are."""
+    def close(self, outcomes: list[Any], *, complete: bool = True) -> str:
+        """Finish the run (`incomplete` when cases are missing); returns where the results are."""
         from kit.runner.shards import rows, write_file
 
+        status = "complete" if complete else "incomplete"
         if self.store is not None:
-            self._flush()
             try:
-                if self.store is not None:
-                    self.store.finish_run(self.run_row["run_id"])
-                    self.store.close()
-                    if not self.args.out:
-                        return str(self.store.path)
-                    self.run_row.update(status="complete", finished_at=_now())
-                    written = write_file(self.args.out, rows(self.run_row, outcomes))
-                    return f"{self.store.path} and {written}"
+                self.store.finish_run(self.run_row["run_id"], status=status, merge=False)
             except Exception as e:
                 self._store_failed(e)
-        self.run_row.update(status="complete", finished_at=_now())
+        if self.store is not None:
+            try:
+                self.store.merge()
+            except Exception as e:  # the results are in the spool: the next reader merges them
+                print(f"kit run: {self.store.path}: not merged yet ({type(e).__name__}: {e})", file=sys.stderr)
+            self.store.close()
+            if not self.args.out:
+                return str(self.store.path)
+            self.run_row.update(status=status, finished_at=_now())
+            written = write_file(self.args.out, rows(self.run_row, outcomes))
+            return f"{self.store.path} and {written}"
+        self.run_row.update(status=status, finished_at=_now())
         args = self.args
         if args.out:
             path = args.out

@@ -8,5 +8,6 @@ with store.connect() as con: ...           # read (merges first)
 """
 
 from kit.store.api import DEFAULT_PATH, Store, current_git_sha, new_run_id, open_store, store_path
+from kit.store.lock import StoreError
 
-__all__ = ["DEFAULT_PATH", "Store", "current_git_sha", "new_run_id", "open_store", "store_path"]
+__all__ = ["DEFAULT_PATH", "Store", "StoreError", "current_git_sha", "new_run_id", "open_store", "store_path"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import os
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +17,37 @@ import duckdb
 
 from kit.result import CaseRun
 from kit.store import lock
+from kit.store.lock import StoreError
 from kit.store.merge import merge_spools
 from kit.store.rows import KEY, Gate, case_rows
 from kit.store.schema import migrate
 from kit.store.spool import SpoolWriter, process_identity, spool_dir
+from kit.store.values import normalise_event, timestamp
 
 DEFAULT_PATH = Path(".kit/evals.duckdb")
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+
+
+def _open(path: Path) -> duckdb.DuckDBPyConnection:
+    try:
+        return lock.connect(path)
+    except duckdb.Error as e:
+        raise StoreError(f"not a readable DuckDB store: {_first_line(e)}", file=str(path)) from None
+    except OSError as e:
+        raise StoreError(f"cannot be opened: {e.strerror or e}", file=str(path)) from None
+
+
+def _read_only_mount(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 SOURCES = ("kit", "deepeval", "promptfoo")
 
 
@@ -43,11 +70,9 @@ def _now() -> str:
 
 
 def _iso_utc(stamp: str) -> str:
-    """An ISO timestamp as naive UTC (DuckDB's TIMESTAMP), whatever offset it was written with."""
-    t = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    if t.tzinfo is not None:
-        t = t.astimezone(dt.UTC).replace(tzinfo=None)
-    return t.isoformat(timespec="microseconds")
+    """An ISO timestamp as naive UTC (DuckDB's TIMESTAMP), whatever offset it was written with; now when
+    it is not a timestamp (an ingested file's own field, say)."""
+    return timestamp(stamp) or _now()
 
 
 def current_git_sha(cwd: str | os.PathLike[str] | None = None) -> str | None:
@@ -79,8 +104,14 @@ class Store:
         self.spool = spool_dir(self.path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._writer = SpoolWriter(self.spool)
+        self._noted = False
 
     # -- writing ---------------------------------------------------------------------------------
+    def _write(self, event: dict[str, Any]) -> None:
+        """Checked against the column types first (`kit.store.values`): a value DuckDB would refuse is
+        fixed or refused here (ValueError naming the field), never left to wedge a later merge."""
+        self._writer.write(normalise_event(event))
+
     def start_run(
         self,
         source: str,
@@ -104,7 +135,7 @@ class Store:
 
         run_id = run_id or new_run_id(source)
         sha = current_git_sha() if git_sha == "auto" else git_sha
-        self._writer.write(
+        self._write(
             {
                 "t": "run",
                 "ts": _now(),
@@ -130,12 +161,12 @@ class Store:
         `gate="soft"`: only check rows, marked soft (e.g. a DeepEval G-Eval metric's verdict), so the
         case's hard verdict recorded elsewhere is not duplicated.
         """
-        self._writer.write(self.case_event(run_id, case_run, trace, gate))
+        self._write(self.case_event(run_id, case_run, trace, gate))
 
     def record_many(self, run_id: str, case_runs: list[tuple[CaseRun, Any]], gate: Gate = "hard") -> None:
         """Several results in one write (a runner that batches saves a syscall per result)."""
         ts = _now()
-        self._writer.write_many([self.case_event(run_id, cr, tr, gate, ts) for cr, tr in case_runs])
+        self._writer.write_many([normalise_event(self.case_event(run_id, cr, tr, gate, ts)) for cr, tr in case_runs])
 
     def case_event(
         self, run_id: str, case_run: CaseRun, trace: Any, gate: Gate, ts: str | None = None
@@ -170,7 +201,7 @@ class Store:
         """
         if outcome not in ("pass", "fail", "skipped", "error"):
             raise ValueError(f"outcome must be pass/fail/skipped/error, not {outcome!r}")
-        self._writer.write(
+        self._write(
             {
                 "t": "check",
                 "ts": _now(),
@@ -194,7 +225,7 @@ class Store:
         self, run_id: str, status: Literal["complete", "incomplete"] = "complete", merge: bool = True
     ) -> None:
         """Mark the run finished and (by default) merge the spools so readers see it at once."""
-        self._writer.write({"t": "finish", "ts": _now(), "run_id": run_id, "status": status})
+        self._write({"t": "finish", "ts": _now(), "run_id": run_id, "status": status})
         if merge:
             self.merge()
 
@@ -205,17 +236,101 @@ class Store:
 
     @contextlib.contextmanager
     def connect(self, merge: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection to the up-to-date store, held under the store lock: keep the block short."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """A connection to the up-to-date store, held under the store lock: keep the block short.
+
+        A store whose folder cannot be written (a read-only mount, a downloaded artifact) is opened
+        read-only, without its lock and without merging. A path that is not a DuckDB store is a
+        StoreError naming it."""
+        if self.path.is_dir():
+            raise StoreError("is a folder, not a store file", file=str(self.path))
+        if self._read_only():
+            yield from self._connect_read_only()
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create its folder: {e.strerror or e}", file=str(self.path)) from None
         with lock.exclusive(self.lock_path):
-            con = lock.connect(self.path)
+            con = _open(self.path)
             try:
-                migrate(con)
+                try:
+                    migrate(con)
+                except duckdb.Error as e:
+                    raise StoreError(f"not a kit store: {_first_line(e)}", file=str(self.path)) from None
                 if merge:
                     merge_spools(con, self.spool)
                 yield con
             finally:
                 con.close()
+
+    def _read_only(self) -> bool:
+        """The store exists but neither it nor its lock can be written: read it as it is."""
+        folder = self.path.parent
+        if not self.path.exists() or not folder.is_dir():
+            return False
+        if os.access(folder, os.W_OK) and not _read_only_mount(folder):
+            return False
+        return not self.lock_path.exists() or not os.access(self.lock_path, os.W_OK) or _read_only_mount(folder)
+
+    def _connect_read_only(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        try:
+            con = duckdb.connect(str(self.path), read_only=True)
+        except duckdb.Error as e:
+            raise StoreError(f"not a readable DuckDB store: {_first_line(e)}", file=str(self.path)) from None
+        try:
+            from kit.store.schema import LATEST, current_version
+
+            version = current_version(con)
+            if version != LATEST:
+                raise StoreError(
+                    f"read-only store of schema version {version}, this kit reads {LATEST}: open it once where "
+                    "it can be written to upgrade it",
+                    file=str(self.path),
+                )
+            self._note_unmerged(con)
+            yield con
+        finally:
+            con.close()
+
+    def _note_unmerged(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Say once when a read-only store has spooled results it cannot merge: they are not shown."""
+        if self._noted or not self.spool.is_dir():
+            return
+        merged = dict(con.execute("SELECT spool, merged_bytes FROM spool_offsets").fetchall())
+        waiting = [p for p in self.spool.glob("*.jsonl") if p.stat().st_size > merged.get(p.name, 0)]
+        if waiting:
+            self._noted = True
+            print(
+                f"kit store: {self.path}: read-only, so {len(waiting)} spool file(s) of newer results are not "
+                "merged: what it shows may be missing the latest results",
+                file=sys.stderr,
+            )
+
+    def check_writable(self, probe_bytes: int = 64 * 1024) -> None:
+        """StoreError when the store's disk cannot take results (full, over quota, over a size limit), so
+        a gate never passes the previous run because the new one could not be written. A read-only store
+        (on purpose: a downloaded artifact) is not an error here."""
+        folder = self.spool if self.spool.is_dir() else self.path.parent
+        if not folder.is_dir():
+            return
+        probe = folder / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as e:
+            if e.errno in _FULL:
+                raise StoreError(f"cannot be written: {e.strerror}", file=str(self.path)) from None
+            return
+        try:
+            os.write(fd, b"\0" * probe_bytes)
+            os.fsync(fd)
+        except OSError as e:
+            if e.errno in _FULL:
+                raise StoreError(
+                    f"cannot be written ({e.strerror}): results of the latest run may be missing", file=str(self.path)
+                ) from None
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
 
     def close(self) -> None:
         self._writer.close()

@@ -17,11 +17,17 @@ from pathlib import Path
 
 import duckdb
 
+from kit.errors import KitInputError
+
 DEFAULT_TIMEOUT_S = float(os.environ.get("KIT_STORE_LOCK_TIMEOUT", "300"))
 
 
 class StoreBusyError(RuntimeError):
     """The store stayed locked for longer than the timeout."""
+
+
+class StoreError(KitInputError):
+    """The store cannot be used as it is (not a DuckDB file, a folder, a full disk): exit 2, naming it."""
 
 
 # Locks this process holds, so a nested `store.connect()` (or a merge inside one) re-enters instead of
@@ -47,8 +53,11 @@ def exclusive(lock_path: Path, timeout_s: float | None = None) -> Iterator[None]
             with _held_guard:
                 _held[key] -= 1
         return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise StoreError(f"cannot take the store lock: {e.strerror or e}", file=str(lock_path)) from None
     try:
         deadline = time.monotonic() + timeout_s
         delay = 0.001

@@ -38,6 +38,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 3: a check that raised keeps its stack trace beside its one-line reason
         "ALTER TABLE check_results ADD COLUMN traceback VARCHAR",
     ),
+    (  # 4: records the merger could not keep, and what it needs to notice a spool cut under its writer
+        """CREATE TABLE quarantine (quarantined_at TIMESTAMP, spool VARCHAR, line BIGINT, run_id VARCHAR,
+             problem VARCHAR, record VARCHAR)""",
+        "ALTER TABLE spool_offsets ADD COLUMN merged_lines BIGINT",
+        "ALTER TABLE spool_offsets ADD COLUMN merged_seq BIGINT",
+    ),
 )
 
 LATEST = len(MIGRATIONS)

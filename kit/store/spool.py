@@ -7,15 +7,15 @@ survives SIGKILL of the writer). The merger (`kit.store.merge`) folds the spools
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import uuid
 from pathlib import Path
 from typing import Any
 
+from kit.store.values import encode_line
+
 SUFFIX = ".jsonl"
-_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def spool_dir(store_path: Path) -> Path:
@@ -69,6 +69,7 @@ class SpoolWriter:
         self.directory = directory
         self._fd: int | None = None
         self._pid: int | None = None
+        self._seq = 0  # lines written to this file: the merger tells a lost record by a gap
         self.path: Path | None = None
 
     def _open(self) -> int:
@@ -76,6 +77,7 @@ class SpoolWriter:
             return self._fd
         self.directory.mkdir(parents=True, exist_ok=True)
         self._pid = os.getpid()
+        self._seq = 0
         name = f"{process_identity()}~{uuid.uuid4().hex[:12]}{SUFFIX}"
         self.path = self.directory / name
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -87,12 +89,15 @@ class SpoolWriter:
     def write_many(self, events: list[dict[str, Any]]) -> None:
         if not events:
             return
-        data = ("\n".join(map(_encode, events)) + "\n").encode()
         fd = self._open()
+        first = self._seq + 1
+        lines = [encode_line({**event, "seq": first + i}) for i, event in enumerate(events)]
+        data = b"\n".join(lines) + b"\n"
         view = memoryview(data)
         while view:  # a regular file takes it all at once; loop only for safety against short writes
             written = os.write(fd, view)
             view = view[written:]
+        self._seq += len(events)
 
     def sync(self) -> None:
         if self._fd is not None and self._pid == os.getpid():

@@ -197,7 +197,8 @@ def test_kit_run_json_and_exit_codes(project, capsys):
 def test_results_fall_back_to_json_when_the_store_is_unusable(project, capsys, monkeypatch):
     (project / "not_a_dir").write_text("x")
     monkeypatch.setenv("KIT_STORE", str(project / "not_a_dir" / "store.duckdb"))
-    assert kit(["run", "--cases", "cases.yaml", "--agent", "my_agent:agent", "-k", "greet", "-q"]) == 0
+    # exit 2: a gate reading the store would not see these results
+    assert kit(["run", "--cases", "cases.yaml", "--agent", "my_agent:agent", "-k", "greet", "-q"]) == 2
     out = capsys.readouterr()
     assert "store unavailable" in out.err
     [path] = (project / ".kit" / "runs").glob("*.json")

@@ -130,7 +130,7 @@ def test_a_corrupt_spool_line_is_skipped_not_fatal(tmp_path, capsys):
     store.finish_run(run_id)
     with store.connect() as con:
         assert con.execute("SELECT count(*) FROM case_results").fetchone()[0] == 2
-    assert "unreadable spool line" in capsys.readouterr().err
+    assert "jsonl: line 3: not readable JSON" in capsys.readouterr().err
 
 
 WRITER = textwrap.dedent(

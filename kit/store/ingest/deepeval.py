@@ -68,14 +68,30 @@ def is_soft(m: DeMetric) -> bool:
     return m.flaky or m.name.startswith("rubric:") or m.name.endswith("[GEval]") or judged
 
 
-def _ids(tc: DeTestCase, counters: dict[str, int]) -> tuple[str, int]:
+MAX_ATTEMPT = 2**31 - 1  # the store's attempt column is a 32-bit integer
+
+
+def _attempt(value: Any, tc: DeTestCase, path: Path) -> int:
+    """An attempt number as the store keeps it, or bad input naming the file and the test case."""
+    try:
+        attempt = int(value) if not isinstance(value, bool) and float(value) == int(value) else None
+    except (TypeError, ValueError, OverflowError):
+        attempt = None
+    if attempt is None or not 0 <= attempt <= MAX_ATTEMPT:
+        raise KitInputError(
+            f"test case {tc.name!r}: attempt {value!r} is not a whole number from 0 to {MAX_ATTEMPT}", file=str(path)
+        )
+    return attempt
+
+
+def _ids(tc: DeTestCase, counters: dict[str, int], path: Path) -> tuple[str, int]:
     meta = tc.metadata or {}
     m = re.fullmatch(r"(.+)#(\d+)", tc.name)
     case_id = str(meta.get("case_id") or (m.group(1) if m else tc.name))
     if meta.get("attempt") is not None:
-        attempt = int(meta["attempt"])
+        attempt = _attempt(meta["attempt"], tc, path)
     elif m:
-        attempt = int(m.group(2))
+        attempt = _attempt(m.group(2), tc, path)
     else:
         attempt = counters.get(case_id, 0)
     counters[case_id] = max(counters.get(case_id, 0), attempt + 1)
@@ -120,36 +136,29 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
     if force:
         run_id = f"{run_id}-{digest(path.stat().st_mtime_ns)[:6]}"
     hyper = tr.hyperparameters or {}
-    store.start_run(
-        "deepeval",
-        model=hyper.get("model") and str(hyper["model"]),
-        agent=hyper.get("agent") and str(hyper["agent"]),
-        config_hash=digest(hyper) if hyper else None,
-        git_sha=git_sha,
-        run_id=run_id,
-        started_at=_started_at(path),
-        meta={"file": str(path), "test_file": tr.test_file, "identifier": tr.identifier},
-    )
+    # Everything is read and checked before anything is written: a bad test case leaves no half run.
     counters: dict[str, int] = {}
+    soft: list[dict[str, Any]] = []
     batch: list[tuple[CaseRun, Any]] = []
     for tc in sorted(tr.test_cases + tr.conversational_test_cases, key=lambda t: (t.order is None, t.order or 0)):
-        case_id, attempt = _ids(tc, counters)
+        case_id, attempt = _ids(tc, counters, path)
         hard: list[Result] = []
         for m in tc.metrics_data or []:
             outcome = _outcome(m)
             done.results += 1
             if is_soft(m):
-                store.record_soft(
-                    run_id,
-                    case_id,
-                    attempt,
-                    m.name,
-                    outcome=outcome,
-                    score=m.score,  # type: ignore[arg-type]
-                    threshold=m.threshold,
-                    reason=m.reason or m.error or "",
-                    judge_model=m.evaluation_model,
-                    raw_answer=m.verbose_logs,
+                soft.append(
+                    dict(
+                        case_id=case_id,
+                        attempt=attempt,
+                        check=m.name,
+                        outcome=outcome,
+                        score=m.score,
+                        threshold=m.threshold,
+                        reason=m.reason or m.error or "",
+                        judge_model=m.evaluation_model,
+                        raw_answer=m.verbose_logs,
+                    )
                 )
             else:
                 hard.append(
@@ -175,6 +184,18 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
             "spans": [],
         }
         batch.append((CaseRun(case_id, attempt, tuple(hard), metrics=metrics), trace))
+    store.start_run(
+        "deepeval",
+        model=hyper.get("model") and str(hyper["model"]),
+        agent=hyper.get("agent") and str(hyper["agent"]),
+        config_hash=digest(hyper) if hyper else None,
+        git_sha=git_sha,
+        run_id=run_id,
+        started_at=_started_at(path),
+        meta={"file": str(path), "test_file": tr.test_file, "identifier": tr.identifier},
+    )
+    for r in soft:
+        store.record_soft(run_id, r.pop("case_id"), r.pop("attempt"), r.pop("check"), **r)
     store.record_many(run_id, batch)
     store.finish_run(run_id)
     done.run_ids.append(run_id)

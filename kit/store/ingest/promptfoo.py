@@ -86,24 +86,48 @@ def _name(assertion: dict[str, Any]) -> str:
     return f"{kind}:{text[:60]}" + ("…" if len(text) > 60 else "")
 
 
+class _Bad(ValueError):
+    """A field of one result that is not what Promptfoo writes: said with the result's place in the file."""
+
+
+def _obj(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Bad(f"{where}: expected an object, got {type(value).__name__} {str(value)[:40]!r}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad(f"{where}: expected a list, got {type(value).__name__} {str(value)[:40]!r}")
+    return value
+
+
 def _components(grading: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Leaf assertion results. A Python assertion that returned component results contributes its parts,
     not its aggregate; Promptfoo also lists those parts at the top level, so each leaf is kept once."""
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
 
-    def walk(comps: list[dict[str, Any]]) -> None:
-        for comp in comps:
-            parts = comp.get("componentResults")
+    def walk(comps: list[Any], where: str) -> None:
+        for i, comp in enumerate(comps):
+            comp = _obj(comp, f"{where}.{i}")
+            parts = _list(comp.get("componentResults"), f"{where}.{i}.componentResults")
             if parts:
-                walk(parts)
+                walk(parts, f"{where}.{i}.componentResults")
                 continue
             key = json.dumps(comp, sort_keys=True, default=str)
             if key not in seen:
                 seen.add(key)
                 out.append(comp)
 
-    walk((grading or {}).get("componentResults") or [])
+    walk(
+        _list((grading or {}).get("componentResults"), "gradingResult.componentResults"),
+        "gradingResult.componentResults",
+    )
     return out
 
 
@@ -114,11 +138,11 @@ def _model_graded(assertion_type: str) -> bool:
 
 
 def _case_id(r: PfResult) -> str:
-    meta = r.testCase.get("metadata") or {}
+    meta = _obj(r.testCase.get("metadata"), "testCase.metadata")
     for v in (
         meta.get("case_id"),
         r.vars.get("case_id"),
-        (r.testCase.get("vars") or {}).get("case_id"),
+        _obj(r.testCase.get("vars"), "testCase.vars").get("case_id"),
         r.testCase.get("description"),
     ):
         if v:
@@ -141,17 +165,76 @@ def parse(path: Path) -> PfFile:
         raise KitInputError(f"not a Promptfoo output file: {where}: {msg}", file=str(path)) from None
 
 
+def _result(r: PfResult, case_id: str, attempt: int, provider: str) -> tuple[CaseRun, Any, list[dict[str, Any]]]:
+    """One Promptfoo result as the case run, trace and soft verdicts the store keeps."""
+    hard: list[Result] = []
+    soft: list[dict[str, Any]] = []
+    for comp in _components(r.gradingResult):
+        assertion = _obj(comp.get("assertion"), "assertion")
+        name = _name(assertion)
+        res = Result(name, bool(comp.get("pass")), str(comp.get("reason") or ""), score=comp.get("score"))
+        if _model_graded(str(assertion.get("type", ""))):
+            soft.append(
+                dict(
+                    check=name,
+                    outcome="pass" if res.passed else "fail",
+                    score=res.score,
+                    threshold=assertion.get("threshold"),
+                    reason=res.reason,
+                    judge_model=str(assertion.get("provider") or "promptfoo default grader"),
+                )
+            )
+        else:
+            hard.append(res)
+    # Graders the red team left out for want of a judge: soft gates recorded as skipped, never passes.
+    meta = _obj(r.testCase.get("metadata"), "testCase.metadata")
+    for grader in _list(meta.get("kitNotGraded"), "testCase.metadata.kitNotGraded"):
+        why = "not graded: no judge model configured (KIT_JUDGE_MODEL)"
+        soft.append(dict(check=str(grader), outcome="skipped", reason=why))
+    error = (r.error or "provider error") if r.failureReason == ERROR_REASON else None
+    if not r.success and not error and all(h.passed for h in hard):
+        # Failed with no failing hard assertion recorded (e.g. no gradingResult): keep the verdict.
+        hard.append(Result("promptfoo:success", False, r.error or "Promptfoo marked the result failed"))
+    response = r.response or {}
+    usage = _obj(response.get("tokenUsage"), "response.tokenUsage")
+    output = response.get("output")
+    trace = _obj(response.get("metadata"), "response.metadata").get("trace")
+    if not isinstance(trace, dict) or not trace:
+        trace = {
+            "case_id": case_id,
+            "attempt": attempt,
+            "model": provider,
+            "final_output": output if isinstance(output, str) else None,
+            "spans": [],
+        }
+    metrics = {"steps": None, "tokens": usage.get("total"), "cost_usd": r.cost, "latency_ms": r.latencyMs}
+    return CaseRun(case_id, attempt, tuple(hard), error=error, metrics=metrics), trace, soft
+
+
 def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = False) -> Ingested:
     pf = parse(path)
     eval_id = pf.evalId or digest(pf.model_dump(mode="json"))
-    by_provider: dict[str, list[PfResult]] = {}
-    for r in sorted(pf.results.results, key=lambda r: (r.testIdx, r.promptIdx)):
-        by_provider.setdefault(_provider(r), []).append(r)
+    by_provider: dict[str, list[tuple[int, PfResult]]] = {}
+    for n, r in sorted(enumerate(pf.results.results), key=lambda nr: (nr[1].testIdx, nr[1].promptIdx)):
+        by_provider.setdefault(_provider(r), []).append((n, r))
     run_ids = {p: f"promptfoo-{eval_id}" + (f"-{digest(p)[:6]}" if len(by_provider) > 1 else "") for p in by_provider}
+    # Every result is read and checked before anything is written: a bad one leaves no half run.
+    built: dict[str, list[tuple[CaseRun, Any, list[dict[str, Any]]]]] = {}
+    for provider, results in by_provider.items():
+        attempts: dict[str, int] = {}
+        built[provider] = []
+        for n, r in results:
+            try:
+                case_id = _case_id(r)
+                attempt = attempts.get(case_id, 0)
+                attempts[case_id] = attempt + 1
+                built[provider].append(_result(r, case_id, attempt, provider))
+            except _Bad as e:
+                raise KitInputError(f"not a Promptfoo output file: results.results.{n}: {e}", file=str(path)) from None
     done = Ingested()
     present = set() if force else existing_runs(store, list(run_ids.values()))
     config_hash = digest(pf.config) if pf.config else None
-    for provider, results in by_provider.items():
+    for provider, rows in built.items():
         run_id = run_ids[provider]
         if run_id in present:
             done.skipped_runs.append(run_id)
@@ -161,68 +244,20 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
         store.start_run(
             "promptfoo",
             model=provider,
-            agent=pf.config.get("description"),
+            agent=pf.config.get("description") and str(pf.config["description"]),
             config_hash=config_hash,
             git_sha=git_sha,
             run_id=run_id,
             started_at=pf.results.timestamp,
             meta={"file": str(path), "evalId": pf.evalId, "promptfoo": pf.metadata.get("promptfooVersion")},
         )
-        attempts: dict[str, int] = {}
-        batch: list[tuple[CaseRun, Any]] = []
-        for r in results:
-            case_id = _case_id(r)
-            attempt = attempts.get(case_id, 0)
-            attempts[case_id] = attempt + 1
-            hard: list[Result] = []
-            for comp in _components(r.gradingResult):
-                assertion = comp.get("assertion") or {}
-                name = _name(assertion)
-                res = Result(name, bool(comp.get("pass")), str(comp.get("reason") or ""), score=comp.get("score"))
-                if _model_graded(str(assertion.get("type", ""))):
-                    store.record_soft(
-                        run_id,
-                        case_id,
-                        attempt,
-                        name,
-                        outcome="pass" if res.passed else "fail",
-                        score=res.score,
-                        threshold=assertion.get("threshold"),
-                        reason=res.reason,
-                        judge_model=str(assertion.get("provider") or "promptfoo default grader"),
-                    )
-                else:
-                    hard.append(res)
-                done.results += 1
-            # Graders the red team left out for want of a judge: soft gates recorded as skipped, never passes.
-            for grader in (r.testCase.get("metadata") or {}).get("kitNotGraded") or []:
-                store.record_soft(
-                    run_id,
-                    case_id,
-                    attempt,
-                    str(grader),
-                    outcome="skipped",
-                    reason="not graded: no judge model configured (KIT_JUDGE_MODEL)",
-                )
-                done.results += 1
-            error = (r.error or "provider error") if r.failureReason == ERROR_REASON else None
-            if not r.success and not error and all(h.passed for h in hard):
-                # Failed with no failing hard assertion recorded (e.g. no gradingResult): keep the verdict.
-                hard.append(Result("promptfoo:success", False, r.error or "Promptfoo marked the result failed"))
-            usage = (r.response or {}).get("tokenUsage") or {}
-            output = (r.response or {}).get("output")
-            trace = ((r.response or {}).get("metadata") or {}).get("trace") or {
-                "case_id": case_id,
-                "attempt": attempt,
-                "model": provider,
-                "final_output": output if isinstance(output, str) else None,
-                "spans": [],
-            }
-            metrics = {"steps": None, "tokens": usage.get("total"), "cost_usd": r.cost, "latency_ms": r.latencyMs}
-            batch.append((CaseRun(case_id, attempt, tuple(hard), error=error, metrics=metrics), trace))
-        store.record_many(run_id, batch)
+        for case_run, _, soft in rows:
+            for v in soft:
+                store.record_soft(run_id, case_run.case_id, case_run.attempt, v.pop("check"), **v)
+            done.results += len(soft) + sum(1 for res in case_run.results if res.name != "promptfoo:success")
+        store.record_many(run_id, [(cr, trace) for cr, trace, _ in rows])
         store.finish_run(run_id, merge=False)
         done.run_ids.append(run_id)
-        done.cases += len(attempts)
+        done.cases += len({cr.case_id for cr, _, _ in rows})
     store.merge()
     return done
