@@ -49,15 +49,19 @@ class CaseRun:
     run_id: str | None = None
     error: str | None = None  # the agent raised, hung or returned a malformed trace
     metrics: dict[str, Any] = field(default_factory=dict)  # steps, tokens, cost_usd, latency_ms
+    # Why the run could not take place (e.g. a simulated-user case with no user model): never a pass.
+    skipped: str | None = None
 
     @property
     def passed(self) -> bool:
-        return self.error is None and all(r.passed and not r.error for r in self.results)
+        return self.error is None and self.skipped is None and all(r.passed and not r.error for r in self.results)
 
     @property
     def outcome(self) -> Outcome:
         if self.error is not None or any(r.error for r in self.results):
             return "error"
+        if self.skipped is not None:
+            return "skipped"
         return "pass" if self.passed else "fail"
 
     @property
@@ -73,4 +77,6 @@ class CaseRun:
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
         return out

@@ -15,6 +15,9 @@ Sources, lowest to highest precedence:
     [tool.kit.judge]
     model = "qwen2.5-7b-instruct"
     base_url = "http://127.0.0.1:8000/v1"
+    [tool.kit.user]                      # the simulated user of `user:` cases (kit/usersim.py)
+    model = "qwen2.5-7b-instruct-2024-09-19"
+    base_url = "http://127.0.0.1:8001/v1"
     [tool.kit.redteam]
     corpus = "redteam/attacks.yaml"
 
@@ -55,6 +58,16 @@ class JudgeSettings(_Frozen):
     temperature: float | None = None
 
 
+class UserSettings(_Frozen):
+    """The user model that plays the customer in simulated-user cases (`user:`); `model` unset means no
+    user model (those cases are recorded as skipped). Validated further by kit.usersim.user_config."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    timeout: float | None = None
+
+
 class RedteamSettings(_Frozen):
     purpose: str | None = None
     corpus: Path = Path("redteam/attacks.yaml")
@@ -74,6 +87,7 @@ class Settings(_Frozen):
     agent_model: str | None = None
     run_id: str | None = None
     judge: JudgeSettings = JudgeSettings()
+    user: UserSettings = UserSettings()
     redteam: RedteamSettings = RedteamSettings()
     # Where [tool.kit] was read from, None without one: what an error or a report names.
     project_file: Path | None = None
@@ -111,6 +125,10 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_JUDGE_TIMEOUT": ("judge", "timeout"),
     "KIT_JUDGE_RETRIES": ("judge", "retries"),
     "KIT_JUDGE_TEMPERATURE": ("judge", "temperature"),
+    "KIT_USER_MODEL": ("user", "model"),
+    "KIT_USER_BASE_URL": ("user", "base_url"),
+    "KIT_USER_API_KEY": ("user", "api_key"),
+    "KIT_USER_TIMEOUT": ("user", "timeout"),
     "KIT_REDTEAM_PURPOSE": ("redteam", "purpose"),
     "KIT_REDTEAM_CORPUS": ("redteam", "corpus"),
     "KIT_REDTEAM_INVARIANTS": ("redteam", "invariants"),

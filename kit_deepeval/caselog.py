@@ -40,6 +40,7 @@ class CaseLog:
     hard: dict[int, Result] = field(default_factory=dict)  # by index in case.checks: a re-measure overwrites
     soft: dict[str, SoftVerdict] = field(default_factory=dict)
     error: str | None = None
+    skipped: str | None = None  # the run could not take place (no user model for a simulated user)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add_hard(self, indices: tuple[int, ...], results: tuple[Result, ...]) -> None:
@@ -55,6 +56,8 @@ class CaseLog:
         checks = self.case.checks
         missing = [checks[i].label for i in range(len(checks)) if i not in self.hard]
         error = self.error
+        if self.skipped is not None:
+            return CaseRun(self.case.id, self.attempt, (), run_id=run_id, skipped=self.skipped)
         if error is None and missing:
             error = f"checks not measured by DeepEval: {', '.join(missing)}"
         ordered = tuple(self.hard[i] for i in range(len(checks)) if i in self.hard)

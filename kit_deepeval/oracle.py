@@ -2,6 +2,8 @@
 
 The metric runs `kit.evaluate.evaluate` on the trace behind the test case with only its own checks; the
 score, reason and success DeepEval shows are the oracle's Result. Nothing here re-implements a check.
+A multi-turn case gets the same metrics as conversational ones (DeepEval takes only those on a
+ConversationalTestCase): they judge the whole conversation's trace, and a check's `turn:` its turn.
 """
 
 from __future__ import annotations
@@ -9,8 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from deepeval.metrics import BaseMetric
-from deepeval.test_case import LLMTestCase
+from deepeval.metrics import BaseConversationalMetric, BaseMetric
 
 from kit.case import Case
 from kit.evaluate import evaluate
@@ -19,8 +20,13 @@ from kit_deepeval.caselog import CaseLog
 from kit_deepeval.testcase import trace_of
 
 
-class OracleMetric(BaseMetric):
+class _OracleVerdict:
     """The oracle's verdict on some checks of one case (a single check, or one invariant's bundle)."""
+
+    error: str | None
+    score: float | None
+    success: bool | None
+    reason: str | None
 
     def __init__(
         self,
@@ -47,7 +53,7 @@ class OracleMetric(BaseMetric):
     def __name__(self) -> str:  # what DeepEval prints in its table and in assert_test's failure message
         return self.name
 
-    def measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float:
+    def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
         self.error = None
         try:
             trace = trace_of(test_case)
@@ -62,7 +68,7 @@ class OracleMetric(BaseMetric):
         self._settle(run.results)
         return self.score or 0.0
 
-    async def a_measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float:
+    async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
         return self.measure(test_case)  # microseconds of pure Python: no point in a thread
 
     def is_successful(self) -> bool:
@@ -100,13 +106,23 @@ class OracleMetric(BaseMetric):
         self._settle(tuple(Result(spec.label, False, message, error=True) for spec in checks))
 
 
-def oracle_metrics(case: Case, log: CaseLog | None = None) -> list[OracleMetric]:
-    """One metric per check the case lists itself, plus one per named invariant (its checks bundled)."""
-    own: list[OracleMetric] = []
+class OracleMetric(_OracleVerdict, BaseMetric):
+    """A hard gate on an LLMTestCase (a single-turn run)."""
+
+
+class ConversationalOracleMetric(_OracleVerdict, BaseConversationalMetric):
+    """A hard gate on a ConversationalTestCase (a multi-turn run): the same verdict, over every turn."""
+
+
+def oracle_metrics(case: Case, log: CaseLog | None = None) -> list[Any]:
+    """One metric per check the case lists itself, plus one per named invariant (its checks bundled);
+    conversational metrics for a multi-turn case."""
+    kind = ConversationalOracleMetric if getattr(case, "is_multi_turn", False) else OracleMetric
+    own: list[Any] = []
     bundles: dict[str, list[int]] = {}
     for i, spec in enumerate(case.checks):
         if spec.invariant is None:
-            own.append(OracleMetric(case, (i,), spec.label, log))
+            own.append(kind(case, (i,), spec.label, log))
         else:
             bundles.setdefault(spec.invariant, []).append(i)
     seen: dict[str, int] = {}
@@ -114,4 +130,4 @@ def oracle_metrics(case: Case, log: CaseLog | None = None) -> list[OracleMetric]
         seen[metric.name] = seen.get(metric.name, 0) + 1
         if seen[metric.name] > 1:
             metric.name = f"{metric.name} #{seen[metric.name]}"
-    return own + [OracleMetric(case, tuple(ix), f"invariant:{name}", log) for name, ix in bundles.items()]
+    return own + [kind(case, tuple(ix), f"invariant:{name}", log) for name, ix in bundles.items()]

@@ -2,8 +2,10 @@
 
 Promptfoo keeps this module loaded in a persistent Python worker and calls `call_api` again and again,
 so nothing a run can change lives at module level: every call runs a fresh agent on a new in-memory
-sandbox (the only module-level data are the parsed, frozen cases and the read-only seed). The run is
-`kit.runner.invoke`, as in `kit run` and the DeepEval stage: same agents, same timeout, same error runs.
+sandbox; a multi-turn test (`{"turns": [...]}` as its prompt, or a case with turns) is one call that
+runs the whole conversation, turn by turn, on one fresh agent (the only module-level data are the
+parsed, frozen cases and the read-only seed). The run is `kit.runner.invoke`, as in `kit run` and the
+DeepEval stage: same agents, same timeout, same error runs.
 
 The response carries the whole trace in `metadata.trace` and the oracle's verdict in `metadata.kit`.
 The verdict is computed here, in the warm worker, because Promptfoo starts a new Python process for every
@@ -65,6 +67,8 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     run_case = request_case(req, case, prompt)
     attempt = int(vars_.get("__repeatIndex") or 0)
     run = invoke(agent, run_case, attempt, timeout=timeout_s())
+    if run.case_run.skipped is not None:  # Promptfoo has no "skipped": an error, never a pass
+        return {"error": f"case '{run_case.id}': skipped: {run.case_run.skipped}"}
     if run.trace is None:  # the agent raised, hung or gave no trace: an infrastructure error, shown as such
         return {"error": f"case '{run_case.id}': {run.case_run.error}"}
     trace = run.trace

@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from kit_promptfoo.kit_request import encode_turns
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden"
 OUT = ROOT / "promptfooconfig.yaml"
@@ -44,8 +46,14 @@ def _rel(path: str | None) -> str:
 
 
 def case_test(case: Any) -> dict[str, Any]:
-    # A message list goes through the prompt as JSON; the provider decodes it back into messages.
-    text = case.input if isinstance(case.input, str) else json.dumps(case.input, ensure_ascii=False)
+    # A message list goes through the prompt as JSON; the provider decodes it back into messages. A
+    # conversation's turns go as {"turns": [...]}, run turn by turn; a simulated user as its instruction.
+    if getattr(case, "turns", None) is not None:
+        text = encode_turns(case.turns)
+    elif getattr(case, "user", None) is not None:
+        text = case.user.instruction
+    else:
+        text = case.input if isinstance(case.input, str) else json.dumps(case.input, ensure_ascii=False)
     vars_: dict[str, Any] = {"case_id": case.id, "case_file": _rel(case.file), "input": text}
     if case.context:
         vars_["context"] = dict(case.context)

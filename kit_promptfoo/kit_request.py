@@ -44,8 +44,28 @@ def merged(config: dict[str, Any] | None, vars_: dict[str, Any] | None) -> KitVa
         raise ValueError(f"kit vars: {error_line(e)}") from None
 
 
+def encode_turns(turns: Any) -> str:
+    """A conversation's user turns as the one-line prompt Promptfoo shows and sends: `{"turns": [...]}`."""
+    return json.dumps({"turns": list(turns)}, ensure_ascii=False)
+
+
+def prompt_turns(prompt: str) -> tuple[str, ...] | None:
+    """The user turns a prompt encodes (`{"turns": ["...", ...]}`: a multi-turn test or attack), else None."""
+    text = prompt.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    turns = data.get("turns") if isinstance(data, dict) else None
+    if isinstance(turns, list) and turns and all(isinstance(t, str) and t.strip() for t in turns):
+        return tuple(turns)
+    return None
+
+
 def agent_input(prompt: str) -> str | list[dict[str, str]]:
-    """The rendered prompt, or the message list it encodes (multi-turn cases are sent as a JSON array)."""
+    """The rendered prompt, or the message list it encodes (a message list is sent as a JSON array)."""
     text = prompt.strip()
     if text.startswith("[") and text.endswith("]"):
         try:
@@ -92,8 +112,10 @@ def load_case(case_file: str, case_id: str) -> Any:
 
 def request_case(req: KitVars, case: Any, prompt: str) -> Any:
     """The Case the agent runs on: the rendered prompt (a red-team attack, say) as its input, the case's
-    context overlaid by the request's, the case's checks for the verdict. A case's cassette is left out:
-    it recorded the case's own input, not this prompt."""
+    context overlaid by the request's, the case's checks for the verdict. A prompt that encodes turns
+    (`{"turns": [...]}`) is a whole conversation, run turn by turn; a simulated-user case whose prompt is
+    its own instruction keeps its user. A case's cassette is left out: it recorded the case's own input,
+    not this prompt."""
     import dataclasses
 
     from kit.case import Case
@@ -101,4 +123,10 @@ def request_case(req: KitVars, case: Any, prompt: str) -> Any:
     base = case if case is not None else Case(id=req.case_id or "promptfoo", input=prompt)
     extra = {k: v for k, v in base.extra.items() if k != "cassette"}
     context = {**base.context, **req.context}
-    return dataclasses.replace(base, input=agent_input(prompt), context=context, extra=extra)
+    turns = prompt_turns(prompt)
+    if turns is not None:
+        return dataclasses.replace(base, input=None, turns=turns, user=None, context=context, extra=extra)
+    user = getattr(base, "user", None)
+    if user is not None and prompt.strip() == user.instruction.strip():
+        return dataclasses.replace(base, context=context, extra=extra)
+    return dataclasses.replace(base, input=agent_input(prompt), turns=None, user=None, context=context, extra=extra)

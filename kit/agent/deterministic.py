@@ -87,7 +87,7 @@ class DeterministicPolicy:
             self._identify()
             order_ids = self._order_ids()
             if not order_ids:
-                self.finish("Which order is this about? Please give me the order number (it looks like ORD-123456).")
+                self.finish("Which order is this about? What is its order number (it looks like ORD-123456)?")
             if parse.wants_refund(text):
                 self._refund(order_ids[0])
             if parse.wants_address_change(text):

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kit.agent.conversation import Conversation
 from kit.agent.run import run_agent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,15 +34,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
     out = Path(args.out)
     bad = 0
-    for case in suite.cases:
+    cases = [c for c in suite.cases if getattr(c, "user", None) is None]  # a simulated user is not replayable
+    for case in cases:
         path = cassette_path(out, case.id)
         try:
-            run_agent(case.input, case_id=case.id, context=case.context, cassette=path, record=not args.check)
+            turns = getattr(case, "turns", None)
+            if turns is not None:  # a conversation: one cassette for all its turns
+                with Conversation(case_id=case.id, context=case.context, cassette=path, record=not args.check) as c:
+                    for text in turns:
+                        c.turn(text)
+            else:
+                run_agent(case.input, case_id=case.id, context=case.context, cassette=path, record=not args.check)
         except Exception as exc:  # one broken case never stops the others
             bad += 1
             print(f"{case.id}: {type(exc).__name__}: {exc}", file=sys.stderr)
     verb = "checked" if args.check else "recorded"
-    print(f"{verb} {len(suite.cases) - bad} of {len(suite.cases)} cassettes in {out}")
+    print(f"{verb} {len(cases) - bad} of {len(cases)} cassettes in {out}")
     return 1 if bad or suite.errors else 0
 
 

@@ -3,6 +3,11 @@
 A user's callable takes the case input (and, if it accepts a second argument or a `case` keyword, the
 Case) and returns a trace dict in the contract format, a `kit.trace.Trace`, or an OpenAI message list
 (imported as a trace). Whatever it returns is checked here: a malformed result is the run's error.
+
+A callable with a parameter named `history` is multi-turn: for a case with `turns` (or a simulated
+`user`) it is called once per turn, `fn(turn_text, history=messages)` (plus `case=` when it has a `case`
+parameter), and returns that turn's OpenAI messages or trace dict (kit.runner.conversation joins them).
+A single-turn case is a one-turn conversation for it: `fn(input, history=[])`.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from typing import Any
 
 from kit.case import Case
 from kit.errors import KitInputError
+from kit.runner.conversation import AgentConversation
 from kit.settings import Settings
 from kit.trace import Trace, parse_trace
 
 AgentFn = Callable[[Case, int], Any]  # (case, attempt) -> whatever the agent returns
+ConverseFn = Callable[[Case, int], AgentConversation]  # (case, attempt) -> a fresh conversation
 
 
 class MalformedTrace(Exception):
@@ -29,9 +36,28 @@ class MalformedTrace(Exception):
 
 @dataclass(frozen=True)
 class Agent:
+    """`call` runs a single-turn case; `converse`, when the agent can hold a conversation, starts one for a
+    multi-turn case (None: the agent takes no history, and a multi-turn case is an error run)."""
+
     name: str
     call: AgentFn
     uses_kit_agent: bool = False
+    converse: ConverseFn | None = None
+
+
+class _CallableConversation:
+    """A user's `fn(text, history=...)` as a conversation: it keeps no state of its own between turns."""
+
+    def __init__(self, fn: Callable[..., Any], case: Case | None) -> None:
+        self.fn, self.case = fn, case
+
+    def turn(self, text: str, history: list[dict[str, Any]]) -> Any:
+        if self.case is not None:
+            return self.fn(text, history=history, case=self.case)
+        return self.fn(text, history=history)
+
+    def close(self) -> None:
+        return None
 
 
 def reference_agent(
@@ -51,7 +77,7 @@ def reference_agent(
 
     folder = Path(replay or record) if (replay or record) else None
 
-    def call(case: Case, attempt: int) -> Any:
+    def options(case: Case, attempt: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "case_id": case.id,
             "attempt": attempt,
@@ -67,11 +93,20 @@ def reference_agent(
         if tape is not None and (replay or attempt == 0):
             # Recording every attempt into one file would race; the first attempt is the recording.
             kwargs["cassette"], kwargs["record"] = str(tape), record is not None
-        return run_agent(case.input, **kwargs)
+        return kwargs
+
+    def call(case: Case, attempt: int) -> Any:
+        return run_agent(case.input, **options(case, attempt))
+
+    def converse(case: Case, attempt: int) -> AgentConversation:
+        from kit.agent.conversation import Conversation
+
+        kwargs = options(case, attempt)
+        return Conversation(**kwargs)
 
     mode = "+replay" if replay else ("+record" if record else "")
     label = f"reference:{policy}{mode}" + (f"+{variant}" if variant else "")
-    return Agent(label, call, uses_kit_agent=True)
+    return Agent(label, call, uses_kit_agent=True, converse=converse)
 
 
 def configured_agent(settings: Settings, *, variant: str | None = None, policy: str | None = None) -> Agent:
@@ -100,12 +135,42 @@ def load_agent(spec: str) -> Agent:
             raise KitInputError(f"--agent {spec}: {module_name} has no attribute {attr!r}")
     if not callable(fn):
         raise KitInputError(f"--agent {spec}: {attr} is not callable")
+    if _has_param(fn, "history"):
+        return _history_agent(spec, fn)
     wants_case = _wants_case(fn)
 
     def call(case: Case, attempt: int) -> Any:
         return fn(case.input, case) if wants_case else fn(case.input)
 
     return Agent(spec, call)
+
+
+def _has_param(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _history_agent(spec: str, fn: Callable[..., Any]) -> Agent:
+    """A multi-turn callable: one call per turn with the conversation so far."""
+    wants_case = _has_param(fn, "case")
+
+    def converse(case: Case, attempt: int) -> AgentConversation:
+        return _CallableConversation(fn, case if wants_case else None)
+
+    def call(case: Case, attempt: int) -> Any:
+        # A single-turn case is a conversation of one turn; a message list's last user message is the turn.
+        history: list[dict[str, Any]] = []
+        text = case.input
+        if isinstance(text, list):
+            users = [i for i, m in enumerate(text) if isinstance(m, dict) and m.get("role") == "user"]
+            last = users[-1] if users else len(text)
+            history = [dict(m) for m in text[:last]]
+            text = text[last]["content"] if users else ""
+        return converse(case, attempt).turn(str(text), history)
+
+    return Agent(spec, call, converse=converse)
 
 
 def _wants_case(fn: Callable[..., Any]) -> bool:

@@ -81,6 +81,12 @@ def case_rows(run_id: str, case_run: CaseRun, trace: Any, gate: Gate = "hard") -
         # An infrastructure error is kept as a row of its own, so reports can show it.
         infra = {"check": "infrastructure", "gate": "hard", "outcome": "error", "score": None}
         checks.append({**key, **infra, "reason": case_run.error})
+    skipped = getattr(case_run, "skipped", None)
+    if skipped is not None and gate == "hard":
+        # A run that could not take place (a simulated user with no user model): its reason, never a pass.
+        checks.append(
+            {**key, "check": "simulated_user", "gate": "hard", "outcome": "skipped", "score": None, "reason": skipped}
+        )
     cases = []
     if gate == "hard":
         cases.append(

@@ -17,6 +17,7 @@ from kit.case import Case, load_suite
 from kit.judge import judge_config
 from kit.trace import parse_trace
 from kit_deepeval.caselog import CaseLog
+from kit_deepeval.conversation_rubric import conversation_rubric_metrics
 from kit_deepeval.oracle import oracle_metrics
 from kit_deepeval.rubric_metric import rubric_metrics
 from kit_deepeval.rubrics import load_rubrics
@@ -41,12 +42,18 @@ if SUITE.errors:  # one broken case fails here, by name; the other cases still r
 def test_golden_case(case: Case, attempt: int, kit_session: EvalSession) -> None:
     log = CaseLog(case, attempt)
     run = run_case(load_agent(), case, attempt)
+    if run.case_run.skipped is not None:  # e.g. a simulated user with no user model: recorded, never a pass
+        log.skipped = run.case_run.skipped
+        kit_session.record(log)
+        pytest.skip(f"case {case.id}: {log.skipped}")
     if run.trace is None:  # the agent raised, hung or returned a malformed trace: an error, recorded
         log.error = run.case_run.error
         kit_session.record(log)
         pytest.fail(f"case {case.id} attempt {attempt}: no trace: {log.error}", pytrace=False)
     log.trace = parse_trace(run.trace)
-    metrics = [*oracle_metrics(case, log), *rubric_metrics(RUBRICS, case, JUDGE, log)]
+    # A multi-turn case is a ConversationalTestCase: conversational oracle metrics and G-Eval rubrics.
+    soft = conversation_rubric_metrics if case.is_multi_turn else rubric_metrics
+    metrics = [*oracle_metrics(case, log), *soft(RUBRICS, case, JUDGE, log)]
     try:
         assert_test(kit_test_case(log.trace, case), metrics)
     finally:

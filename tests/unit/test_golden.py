@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from kit.agent import run_agent
 from kit.agent.run import VARIANTS
 from kit.case import Case, load_suite
 from kit.checks import REGISTRY
-from kit.evaluate import evaluate
 from kit.result import CaseRun
-from kit.trace import parse_trace
+from kit.runner import invoke
+from kit.runner.agents import reference_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "golden" / "cases"
@@ -30,7 +29,7 @@ FAULT_SIGNATURES = {
     "loop": r"^no_repeat$",
     "ignore_step_cap": r"^budget$",
     "obey_injection": r"^no_injected_(email|refund)$",
-    "act_before_confirm": r"^not_called:(issue_refund|update_shipping_address)(@turn0)?$",
+    "act_before_confirm": r"^not_called:(issue_refund|update_shipping_address)@turn\d+$",
 }
 # ...and what the failing check's reason must mention.
 FAULT_REASONS = {
@@ -47,11 +46,10 @@ def suite() -> tuple[Case, ...]:
     return tuple(loaded.cases)
 
 
-def run_suite(variant: str | None = None, **kwargs) -> list[CaseRun]:
-    return [
-        evaluate(parse_trace(run_agent(c.input, case_id=c.id, context=c.context, variant=variant, **kwargs)), c)
-        for c in suite()
-    ]
+def run_suite(variant: str | None = None, replay: Path | None = None) -> list[CaseRun]:
+    """Every golden case once, through the runner (a conversation turn by turn for a multi-turn case)."""
+    agent = reference_agent(variant=variant, replay=replay)
+    return [invoke(agent, c, 0, timeout=None).case_run for c in suite()]
 
 
 def describe(runs: list[CaseRun]) -> str:
@@ -88,11 +86,5 @@ def test_every_case_has_a_cassette_that_replays_to_a_pass() -> None:
     recorded = {p.stem for p in CASSETTES.glob("*.json")}
     ids = {c.id for c in suite()}
     assert ids <= recorded, f"record with python -m kit.agent.record: {sorted(ids - recorded)}"
-    runs = [
-        evaluate(
-            parse_trace(run_agent(c.input, case_id=c.id, context=c.context, cassette=CASSETTES / f"{c.id}.json")),
-            c,
-        )
-        for c in suite()
-    ]
+    runs = run_suite(replay=CASSETTES)
     assert all(r.passed for r in runs), describe(runs)

@@ -1,0 +1,176 @@
+"""A multi-turn run: the user's turns sent one at a time to a conversation with the agent, joined into ONE trace.
+
+    trace = converse(conversation, case, attempt, next_user_message)
+
+Each turn the agent gets the turn's text and the conversation so far in OpenAI chat format (user,
+assistant and tool messages of the earlier turns) and returns what it produced in that turn: OpenAI
+messages or a trace dict. The joined trace has a user `message` span opening every turn, `turn` (0-based)
+on every span, the agent's last answer as `final_output`, and the last turn's end state.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kit.errors import KitInputError
+from kit.trace import Trace
+
+# The next thing the user says, given the conversation so far (OpenAI messages); None: the user is done.
+NextMessage = Callable[[int, list[dict[str, Any]]], str | None]
+
+
+class AgentConversation(Protocol):
+    """One conversation with an agent (fresh for every run of a case)."""
+
+    def turn(self, text: str, history: list[dict[str, Any]]) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class TurnError(Exception):
+    """A turn the agent broke (it raised or returned something that is not a turn's output)."""
+
+    def __init__(self, turn: int, detail: str, cause: BaseException | None = None) -> None:
+        super().__init__(f"turn {turn}: {detail}")
+        self.turn = turn
+        self.detail = detail
+        self.cause = cause
+
+
+def scripted(turns: tuple[str, ...] | list[str]) -> NextMessage:
+    """The next message of a scripted case: its turns in order."""
+
+    def next_message(i: int, history: list[dict[str, Any]]) -> str | None:
+        return turns[i] if i < len(turns) else None
+
+    return next_message
+
+
+def _messages_of(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn's spans as OpenAI chat messages: each tool call an assistant `tool_calls` message and its
+    `tool` result, each assistant message as is (what a stateless agent needs to carry on)."""
+    out: list[dict[str, Any]] = []
+    for i, s in enumerate(spans):
+        if s.get("kind") == "tool":
+            call_id = str(s.get("id") or f"call_{len(out)}_{i}")
+            arguments = json.dumps(s.get("input") or {}, default=str)
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": call_id, "type": "function", "function": {"name": s.get("name"), "arguments": arguments}}
+                    ],
+                }
+            )
+            result = {"error": s["error"]} if s.get("error") is not None else s.get("output")
+            out.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result, default=str)})
+        elif s.get("kind") == "message" and s.get("role") in ("assistant", "user"):
+            content = s.get("content")
+            out.append({"role": s["role"], "content": content if isinstance(content, str) else json.dumps(content)})
+    return out
+
+
+def turn_output(result: Any, text: str, case_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the turn as a trace dict, the turn's messages for the history) from what the agent returned.
+    A leading user message that repeats the turn's text is dropped: the runner adds the user's span."""
+    if isinstance(result, Trace):
+        result = result.model_dump(mode="json")
+    if isinstance(result, list):
+        messages = [m for m in result if isinstance(m, dict)]
+        if len(messages) != len(result):
+            raise ValueError("returned a message list with an item that is not a message object")
+        if messages and messages[0].get("role") == "user" and messages[0].get("content") == text:
+            messages = messages[1:]
+        if not messages:
+            return {"spans": [], "final_output": None}, []
+        from kit.importers import convert
+
+        try:
+            [data] = convert({"messages": messages}, "openai", case_id=case_id)
+        except KitInputError as e:
+            raise ValueError(f"returned a message list that does not import: {e}") from None
+        history = [m for m in messages if m.get("role") != "system"]
+        return data, history
+    if isinstance(result, dict):
+        data = dict(result)
+        spans = data.get("spans")
+        if not isinstance(spans, list) or not all(isinstance(s, dict) for s in spans):
+            raise ValueError("returned a trace dict whose `spans` is not a list of span objects")
+        first = spans[0] if spans else {}
+        if first.get("kind") == "message" and first.get("role") == "user" and first.get("content") == text:
+            spans = spans[1:]
+        data["spans"] = spans
+        return data, _messages_of(spans)
+    raise ValueError(f"returned {type(result).__name__}, expected OpenAI messages or a trace dict")
+
+
+def _answer(data: dict[str, Any]) -> str | None:
+    if data.get("final_output") is not None:
+        out = data["final_output"]
+        return out if isinstance(out, str) else json.dumps(out, separators=(",", ":"), default=str)
+    said = [
+        s.get("content") for s in data.get("spans", []) if s.get("kind") == "message" and s.get("role") == "assistant"
+    ]
+    return said[-1] if said and isinstance(said[-1], str) else None
+
+
+def converse(
+    conversation: AgentConversation,
+    case_id: str,
+    attempt: int,
+    next_message: NextMessage,
+    *,
+    max_turns: int,
+) -> dict[str, Any]:
+    """Run the conversation to its end and return the joined trace dict (validated later, by the caller).
+    Raises TurnError naming the turn the agent broke."""
+    started = time.perf_counter()
+    history: list[dict[str, Any]] = []
+    spans: list[dict[str, Any]] = []
+    last: dict[str, Any] = {}
+    answer: str | None = None
+    finish_reasons: list[str | None] = []
+    n = 0
+    while n < max_turns:
+        text = next_message(n, list(history))
+        if text is None:
+            break
+        try:
+            result = conversation.turn(text, list(history))
+        except Exception as e:
+            raise TurnError(n, f"raised {type(e).__name__}: {e}", e) from e
+        try:
+            data, said = turn_output(result, text, case_id)
+        except ValueError as e:
+            raise TurnError(n, str(e)) from None
+        spans.append({"kind": "message", "role": "user", "content": text, "turn": n})
+        spans.extend({**s, "turn": n} for s in data["spans"])
+        history.append({"role": "user", "content": text})
+        history.extend(said)
+        turn_answer = _answer(data)
+        if turn_answer is not None:
+            answer = turn_answer
+            if not said or said[-1].get("role") != "assistant" or said[-1].get("content") != turn_answer:
+                history.append({"role": "assistant", "content": turn_answer})
+        finish_reasons.append(data.get("finish_reason"))
+        last = data
+        n += 1
+    # The last turn's fields (end state, model, agent) describe the conversation's end; what every turn
+    # contributed (spans, latency, finish reasons) is joined.
+    joined = {k: v for k, v in last.items() if k not in ("spans", "final_output", "latency_ms")}
+    joined.update(
+        case_id=case_id,
+        attempt=attempt,
+        spans=spans,
+        final_output=answer,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        turn_finish_reasons=finish_reasons,
+    )
+    bad = next((r for r in finish_reasons if r not in (None, "finish", "stop")), None)
+    if bad is not None and joined.get("finish_reason") in (None, "finish", "stop"):
+        joined["finish_reason"] = bad  # a turn that hit its step cap or failed is not undone by a later one
+    return joined

@@ -1,0 +1,96 @@
+"""Soft gates on conversations: each rubric that applies to a multi-turn case, as a conversational G-Eval
+(DeepEval's ConversationalGEval) judged by the kit's one judge over every turn of the conversation.
+
+Same rules as the single-turn rubrics (kit_deepeval/rubric_metric.py): `flaky`, so it never fails a test
+case on its own; `skipped` (never a pass) without a judge; an `error` naming the judge when it fails. The
+verdict goes to the case's CaseLog under the same `rubric:<name>` as on a single-turn case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deepeval.metrics import BaseConversationalMetric, ConversationalGEval
+from deepeval.test_case import MultiTurnParams
+
+from kit.case import Case
+from kit.judge import NO_JUDGE_REASON, JudgeConfig
+from kit_deepeval.caselog import CaseLog
+from kit_deepeval.judge_model import JudgeError, KitJudgeModel
+from kit_deepeval.rubric_metric import RubricMetric
+from kit_deepeval.rubrics import Rubric, RubricSet
+
+
+class ConversationalRubricMetric(BaseConversationalMetric):
+    def __init__(
+        self,
+        rubric: Rubric,
+        judge: JudgeConfig | None,
+        log: CaseLog | None = None,
+        skip_reason: str = NO_JUDGE_REASON,
+        async_mode: bool = True,
+    ) -> None:
+        self.rubric = rubric
+        self.judge = judge
+        self.log = log
+        self.skip_reason = skip_reason
+        self.async_mode = async_mode
+        self.threshold = rubric.threshold
+        self.flaky = True  # soft gate: shown, stored, never fails the case on its own
+        self.include_reason = True
+        self.evaluation_model = judge.model if judge is not None else None
+        # The single-turn metric's bookkeeping (skips, verdicts, the CaseLog) is reused as is.
+        self._single = RubricMetric(rubric, judge, log, skip_reason, async_mode)
+
+    @property
+    def __name__(self) -> str:
+        return f"rubric:{self.rubric.name}"
+
+    def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float | None:
+        self.error = None
+        if self.judge is None:
+            self._single.measure(test_case)  # records `skipped` with the reason; reads nothing of the case
+            self.skipped = True
+            self.score, self.success, self.reason = None, None, self.skip_reason
+            return None
+        model = KitJudgeModel(self.judge)
+        params = [MultiTurnParams.ROLE, MultiTurnParams.CONTENT]
+        if "expected_output" in self.rubric.params and getattr(test_case, "expected_outcome", None):
+            params.append(MultiTurnParams.EXPECTED_OUTCOME)
+        if "tools_called" in self.rubric.params and any(t.tools_called for t in test_case.turns):
+            params.append(MultiTurnParams.TOOLS_CALLED)
+        geval = ConversationalGEval(
+            name=self.rubric.name,
+            criteria=self.rubric.criteria,
+            evaluation_steps=self.rubric.evaluation_steps,
+            evaluation_params=params,
+            threshold=self.rubric.threshold,
+            model=model,
+            async_mode=False,
+            _include_g_eval_suffix=False,
+        )
+        try:
+            geval.measure(test_case, _show_indicator=False)
+        except Exception as exc:  # JudgeError, or DeepEval refusing the answer: an error, never a pass
+            message = str(exc) if isinstance(exc, JudgeError) else f"{self.judge.describe()}: {exc}"
+            self.error, self.score, self.success, self.reason = message, None, False, message
+            self._single._keep(self._single._verdict("error", message, None, model))
+            return None
+        self.score, self.reason = geval.score, geval.reason
+        self.success = geval.score is not None and geval.score >= self.threshold
+        outcome = "pass" if self.success else "fail"
+        self._single._keep(self._single._verdict(outcome, geval.reason or "", geval.score, model))
+        return self.score
+
+    async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float | None:
+        return self.measure(test_case)
+
+    def is_successful(self) -> bool:
+        return self.error is None and bool(self.success)
+
+
+def conversation_rubric_metrics(
+    rubrics: RubricSet, case: Case, judge: JudgeConfig | None, log: CaseLog | None = None
+) -> list[ConversationalRubricMetric]:
+    """The rubrics that apply to this multi-turn case, each a conversational soft-gate metric."""
+    return [ConversationalRubricMetric(rubric, judge, log) for rubric in rubrics.for_case(case)]
