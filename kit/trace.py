@@ -180,37 +180,85 @@ def parse_trace(data: Any, *, file: str | None = None) -> Trace:
         return Trace.model_validate(data)
     except ValidationError as e:
         raise KitInputError(f"invalid trace: {error_line(e, limit=3, root='(root)')}", file=file, case=case) from None
+    except RecursionError:
+        raise KitInputError("invalid trace: nested too deeply", file=file, case=case) from None
 
 
-def load_traces(path: str | Path) -> list[Trace]:
-    """Traces from a file: one JSON object, a JSON list of them, or JSON Lines (one per line)."""
+def read_text(path: Path, what: str) -> str:
+    """A file's text, or a KitInputError naming the file: unreadable, or not UTF-8 (with the byte's offset)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise KitInputError(f"cannot read {what}: {e.strerror}", file=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise KitInputError(f"not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start}", file=str(path)) from None
+
+
+def _json(text: str) -> Any:
+    """json.loads, with nesting too deep for the parser as a ValueError rather than a RecursionError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def read_traces(path: str | Path) -> tuple[list[Trace], list[KitInputError]]:
+    """Traces from a file: one JSON object, a JSON list of them, or JSON Lines (one per line). A bad trace
+    in a list or a bad line is an error of its own; the good traces around it are still returned."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise KitInputError(f"cannot read trace file: {e.strerror}", file=str(p)) from None
+        text = read_text(p, "trace file")
+    except KitInputError as e:
+        return [], [e]
     stripped = text.lstrip()
     try:
-        data = json.loads(text)
+        data = _json(text)
     except json.JSONDecodeError as e:
         if stripped.startswith("{") and "\n" in stripped.strip():
-            return _load_jsonl(text, str(p))
-        raise KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(p)) from None
-    items = data if isinstance(data, list) else [data]
-    return [parse_trace(item, file=str(p)) for item in items]
+            return _read_jsonl(text, str(p))
+        return [], [KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(p))]
+    except ValueError as e:
+        return [], [KitInputError(str(e), file=str(p))]
+    if not isinstance(data, list):
+        return _parse_each([(data, str(p))])
+    return _parse_each([(item, f"{p}[{i}]") for i, item in enumerate(data)])
 
 
-def _load_jsonl(text: str, file: str) -> list[Trace]:
-    out = []
+def _parse_each(items: list[tuple[Any, str]]) -> tuple[list[Trace], list[KitInputError]]:
+    traces: list[Trace] = []
+    errors: list[KitInputError] = []
+    for data, where in items:
+        try:
+            traces.append(parse_trace(data, file=where))
+        except KitInputError as e:
+            errors.append(e)
+    return traces, errors
+
+
+def _read_jsonl(text: str, file: str) -> tuple[list[Trace], list[KitInputError]]:
+    items: list[tuple[Any, str]] = []
+    errors: list[KitInputError] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            items.append((_json(line), f"{file}:{n}"))
         except json.JSONDecodeError as e:
-            raise KitInputError(f"malformed JSON on line {n}: {e.msg}", file=file) from None
-        out.append(parse_trace(data, file=f"{file}:{n}"))
-    return out
+            errors.append(KitInputError(f"malformed JSON on line {n}: {e.msg}", file=file))
+        except ValueError as e:
+            errors.append(KitInputError(f"line {n}: {e}", file=file))
+    traces, bad = _parse_each(items)
+    return traces, errors + bad
+
+
+def load_traces(path: str | Path) -> list[Trace]:
+    """Every trace of a file (see read_traces), or the file's first error."""
+    traces, errors = read_traces(path)
+    if errors:
+        raise errors[0]
+    return traces
 
 
 def load_trace(path: str | Path) -> Trace:

@@ -11,7 +11,7 @@ from kit.case import load_suite
 from kit.errors import KitInputError
 from kit.evaluate import evaluate
 from kit.result import CaseRun
-from kit.trace import load_traces
+from kit.trace import read_traces
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,11 +27,9 @@ def main(args: argparse.Namespace) -> int:
     cases = suite.by_id()
     runs: list[CaseRun] = []
     for path in args.traces:
-        try:
-            traces = load_traces(path)
-        except KitInputError as e:
-            errors.append(e)
-            continue
+        # A bad trace in a file is reported; the good ones around it are still judged.
+        traces, bad = read_traces(path)
+        errors += bad
         for trace in traces:
             case = cases.get(trace.case_id)
             if case is None:
