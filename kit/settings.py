@@ -27,6 +27,8 @@ variable) and the key: a typo must not silently fall back to a default.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import tomllib
 from collections.abc import Mapping
@@ -188,13 +190,24 @@ def load_settings(
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    # Long-lived workers (Promptfoo's Python provider) load the settings on every call: the file is parsed
+    # once per version (path, mtime, size) and each caller gets its own copy.
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise KitInputError(f"not valid TOML: {e}", file=str(path)) from None
+        st = path.stat()
     except OSError as e:
         raise KitInputError(f"cannot read: {e.strerror}", file=str(path)) from None
+    return copy.deepcopy(_parse_toml(str(path), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_toml(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise KitInputError(f"not valid TOML: {e}", file=path) from None
+    except OSError as e:
+        raise KitInputError(f"cannot read: {e.strerror}", file=path) from None
 
 
 def _project_values(table: Mapping[str, Any], project: Path) -> dict[str, Any]:
