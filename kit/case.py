@@ -4,6 +4,7 @@ compiled once, named invariants expanded into checks."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kit.checks import REGISTRY
 from kit.errors import KitInputError, describe_errors
+from kit.trace import read_text
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -212,12 +214,11 @@ def did_you_mean(word: Any, known: Any) -> str:
 
 
 def _read_yaml(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise KitInputError(f"cannot read: {e.strerror}", file=str(path)) from None
+    text = read_text(path, "file")
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except RecursionError:
+        raise KitInputError("malformed YAML: nested too deeply", file=str(path)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -225,8 +226,9 @@ def _read_yaml(path: Path) -> list[Any]:
         raise KitInputError(f"malformed YAML{at}: {problem}", file=str(path)) from None
 
 
-def load_invariants(path: str | Path) -> dict[str, list[CheckSpec]]:
-    """Named bundles: `name: [checks]` or `name: {description, checks: [...]}`."""
+def read_invariants(path: str | Path) -> tuple[dict[str, list[CheckSpec]], dict[str, KitInputError]]:
+    """Named bundles, `name: [checks]` or `name: {description, checks: [...]}`, and the error of each bundle
+    that is invalid: one bad bundle loses only itself. A file that cannot be read at all raises KitInputError."""
     p = Path(path)
     docs = _read_yaml(p)
     data: dict[str, Any] = {}
@@ -234,16 +236,31 @@ def load_invariants(path: str | Path) -> dict[str, list[CheckSpec]]:
         if not isinstance(d, dict):
             raise KitInputError("invariants must be a mapping of name to checks", file=str(p))
         data.update(d)
-    out: dict[str, list[CheckSpec]] = {}
-    for name, body in data.items():
+    good: dict[str, list[CheckSpec]] = {}
+    bad: dict[str, KitInputError] = {}
+    for key, body in data.items():
+        name = str(key)
         checks = body.get("checks") if isinstance(body, dict) else body
-        if not isinstance(checks, list):
-            raise KitInputError(f"invariant {name!r} must be a list of checks", file=str(p))
-        out[str(name)] = [
-            parse_check(c, file=str(p), case=None, index=i, base_dir=p.parent, invariant=str(name))
-            for i, c in enumerate(checks)
-        ]
-    return out
+        try:
+            if not isinstance(checks, list):
+                raise KitInputError(f"invariant {name!r} must be a list of checks", file=str(p))
+            good[name] = [
+                parse_check(c, file=str(p), case=None, index=i, base_dir=p.parent, invariant=name)
+                for i, c in enumerate(checks)
+            ]
+        except KitInputError as e:
+            bad[name] = e
+        except RecursionError:
+            bad[name] = KitInputError(f"invariant {name!r} is nested too deeply", file=str(p))
+    return good, bad
+
+
+def load_invariants(path: str | Path) -> dict[str, list[CheckSpec]]:
+    """Every named bundle of an invariants file, or the first error in it."""
+    good, bad = read_invariants(path)
+    if bad:
+        raise next(iter(bad.values()))
+    return good
 
 
 def find_upwards(start: Path, *names: str) -> Path | None:
@@ -260,7 +277,17 @@ def find_invariants_file(start: Path) -> Path | None:
     return find_upwards(start, "invariants.yaml", "invariants.yml")
 
 
-def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants: dict[str, list[CheckSpec]]) -> Case:
+def parse_case(
+    raw: Any,
+    *,
+    file: str | None,
+    base_dir: Path | None,
+    invariants: Mapping[str, list[CheckSpec]],
+    unavailable: Mapping[str, str] | None = None,
+    invariants_error: str | None = None,
+) -> Case:
+    """A Case from one decoded case mapping, its invariants expanded. `unavailable` says why an invariant of
+    the file is not usable (it is invalid); `invariants_error` why no invariant is (the file is unreadable)."""
     case_id = raw.get("id") if isinstance(raw, dict) else None
     if not isinstance(raw, dict):
         raise KitInputError(f"a case must be a mapping, got {type(raw).__name__}", file=file)
@@ -277,6 +304,9 @@ def parse_case(raw: Any, *, file: str | None, base_dir: Path | None, invariants:
     for name in m.invariants:
         bundle = invariants.get(name)
         if bundle is None:
+            why = (unavailable or {}).get(name) or invariants_error
+            if why is not None:
+                raise KitInputError(f"invariant {name!r} is not available: {why}", file=file, case=m.id)
             if not invariants:
                 raise KitInputError(
                     f"unknown invariant {name!r}: no invariants.yaml beside or above the case "
@@ -345,6 +375,13 @@ def _where(checks: list[CheckSpec], i: int) -> str:
     return f"#{place} of invariant {spec.invariant!r} ({spec.type})"
 
 
+def _why_unavailable(name: str, e: KitInputError) -> str:
+    """An invalid invariant's error as a case that lists it quotes it (the invariant is named already)."""
+    if e.check is None:
+        return e.message
+    return f"check {e.check.replace(f' of invariant {name!r}', '')}: {e.message}"
+
+
 def _case_docs(docs: list[Any]) -> list[Any]:
     out: list[Any] = []
     for d in docs:
@@ -380,11 +417,17 @@ def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> S
         return Suite([], [KitInputError("no such file or folder", file=str(root))])
     inv_path = Path(invariants_file) if invariants_file else find_invariants_file(root)
     invariants: dict[str, list[CheckSpec]] = {}
+    unavailable: dict[str, str] = {}
+    invariants_error: str | None = None
     if inv_path is not None:
         try:
-            invariants = load_invariants(inv_path)
+            invariants, bad = read_invariants(inv_path)
         except KitInputError as e:
             errors.append(e)
+            invariants_error = str(e)
+        else:
+            errors.extend(bad.values())
+            unavailable = {name: _why_unavailable(name, e) for name, e in bad.items()}
     seen: dict[str, str] = {}
     for f in case_files(root):
         try:
@@ -394,9 +437,20 @@ def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> S
             continue
         for raw in docs:
             try:
-                case = parse_case(raw, file=str(f), base_dir=f.parent, invariants=invariants)
+                case = parse_case(
+                    raw,
+                    file=str(f),
+                    base_dir=f.parent,
+                    invariants=invariants,
+                    unavailable=unavailable,
+                    invariants_error=invariants_error,
+                )
             except KitInputError as e:
                 errors.append(e)
+                continue
+            except RecursionError:
+                case_id = raw.get("id") if isinstance(raw, dict) else None
+                errors.append(KitInputError("nested too deeply", file=str(f), case=str(case_id) if case_id else None))
                 continue
             if case.id in seen:
                 errors.append(KitInputError(f"duplicate case id (first in {seen[case.id]})", file=str(f), case=case.id))
