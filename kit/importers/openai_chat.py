@@ -6,7 +6,8 @@ Accepted shapes (one conversation each):
   where `response` is the chat-completion object that answered the last request;
 - raw chat-completion objects (`{"object": "chat.completion", "choices": [...], "usage": ...}`) anywhere in a
   message list: they stand for the assistant message they carry, with its token usage.
-A list of conversation objects gives one trace each.
+A list of conversation objects gives one trace each. tau-bench's result records (`{task_id, trial, reward,
+traj}`) are conversations too: `traj` is the message list, the case id `task-<task_id>`, the attempt `trial`.
 
 Each assistant message is one model call: an `llm` span (with the usage logged beside it, if any), then a
 `tool` span per tool call (arguments parsed from their JSON string, the result matched by `tool_call_id`),
@@ -79,10 +80,23 @@ class _Message(BaseModel):
 def is_openai(data: Any) -> bool:
     """Whether decoded JSON looks like an OpenAI conversation (or a list of them)."""
     if isinstance(data, dict):
-        return isinstance(data.get("messages"), list) or _is_completion(data)
+        return isinstance(data.get("messages"), list) or _is_tau(data) or _is_completion(data)
     if isinstance(data, list) and data and isinstance(data[0], dict):
         return is_openai(data[0]) or isinstance(data[0].get("role"), str)
     return False
+
+
+def _is_tau(d: Any) -> bool:
+    return isinstance(d, dict) and isinstance(d.get("traj"), list) and "messages" not in d
+
+
+def _from_tau(d: dict[str, Any]) -> dict[str, Any]:
+    conv: dict[str, Any] = {"messages": d["traj"]}
+    if d.get("task_id") is not None:
+        conv["case_id"] = f"task-{d['task_id']}"
+    if isinstance(d.get("trial"), int):
+        conv["attempt"] = d["trial"]
+    return conv
 
 
 def _is_completion(d: Any) -> bool:
@@ -91,6 +105,10 @@ def _is_completion(d: Any) -> bool:
 
 def from_openai(data: Any, *, case_id: str, file: str | None = None) -> list[dict[str, Any]]:
     """Traces from decoded JSON in any accepted shape; attempts count up per case id."""
+    if _is_tau(data):
+        data = _from_tau(data)
+    elif isinstance(data, list) and data and all(_is_tau(d) for d in data):
+        data = [_from_tau(d) for d in data]
     if (
         isinstance(data, list)
         and data
@@ -148,7 +166,7 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
     if conv.get("response") is not None:
         raw.append(conv["response"])
     messages = _expand(raw, file)
-    results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    results = _pair_results(messages)
     by_name = [m for m in messages if m.role == "function"]  # legacy results, matched by order
 
     spans: list[dict[str, Any]] = []
@@ -156,7 +174,7 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
     final_output: str | None = None
     last_finish: str | None = None
     last_had_calls = False
-    for m in messages:
+    for i, m in enumerate(messages):
         if m.role in ("tool", "function"):
             continue  # emitted with the call they answer
         text = content_text(m.content)
@@ -175,8 +193,8 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
             calls.append(_ToolCall(id=None, function=m.function_call))
         if text:  # the model wrote this before its tool calls ran
             spans.append({"kind": "message", "role": "assistant", "content": text})
-        for call in calls:
-            spans.append(_tool_span(call, results, by_name))
+        for j, call in enumerate(calls):
+            spans.append(_tool_span(call, results.get((i, j)), by_name))
         final_output = text or _finish_answer(calls)
         last_finish = m.finish_reason
         last_had_calls = bool(calls) and calls[-1].function.name != FINISH_TOOL
@@ -199,10 +217,25 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
     return trace
 
 
-def _tool_span(call: _ToolCall, results: dict[str, _Message], legacy: list[_Message]) -> dict[str, Any]:
+def _pair_results(messages: list[_Message]) -> dict[tuple[int, int], _Message]:
+    """Each tool message answers the earliest call of its id that is still unanswered when it arrives.
+    Agents reuse ids (tau-bench's GPT-4o runs do in a quarter of their runs): keyed by id alone, the last
+    result would silently become every same-id call's result."""
+    open_calls: list[tuple[str, tuple[int, int]]] = []
+    out: dict[tuple[int, int], _Message] = {}
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            open_calls += [(c.id, (i, j)) for j, c in enumerate(m.tool_calls or []) if c.id]
+        elif m.role == "tool" and m.tool_call_id:
+            n = next((n for n, (cid, _) in enumerate(open_calls) if cid == m.tool_call_id), None)
+            if n is not None:
+                out[open_calls.pop(n)[1]] = m
+    return out
+
+
+def _tool_span(call: _ToolCall, result: _Message | None, legacy: list[_Message]) -> dict[str, Any]:
     args, arg_error = parse_arguments(call.function.arguments)
     span: dict[str, Any] = {"kind": "tool", "name": call.function.name, "input": args, "tool_call_id": call.id}
-    result = results.get(call.id) if call.id else None
     if result is None and call.id is None:
         result = next((r for r in legacy if r.name == call.function.name), None)
         if result is not None:

@@ -39,6 +39,13 @@ TOOL_OPS = ("execute_tool", "tool")
 AGENT_OPS = ("invoke_agent", "create_agent", "invoke_workflow")
 CASE_ID_ATTR = "kit.case_id"  # lets an instrumented agent name the golden case it ran
 _GENAI_CONTENT = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion")
+_GENAI_CALL = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "gen_ai.usage.completion_tokens",
+    "gen_ai.response.model",
+)
 # Attribute names that look like content; an LLM span with one of these but no message read is a shape
 # the importer does not know, and must say so rather than import an empty run.
 _CONTENTISH = re.compile(r"(prompt|completion|messages|content|input\.value|output\.value)", re.I)
@@ -79,8 +86,11 @@ def kind(span: OtelSpan, convention: str | None = None) -> tuple[str | None, str
 
 
 def _has_genai_content(a: dict[str, Any]) -> bool:
+    """A model call that does not name its operation (the semantic conventions' own tool-call example has
+    one): it carries messages, per-call usage or a response model."""
     return (
         any(k in a for k in _GENAI_CONTENT)
+        or any(k in a for k in _GENAI_CALL)
         or any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in a)
         or a.get("llm.request.type") in ("chat", "completion")
     )
@@ -260,7 +270,11 @@ def _event_messages(span: OtelSpan) -> tuple[list[Msg], list[Msg]]:
     for name, ev in span.events:
         body = ev.get("body")
         payload = body if isinstance(body, dict) else {k: maybe_json(v) for k, v in ev.items() if k != "body"}
-        if name == "gen_ai.client.inference.operation.details":
+        if name == "gen_ai.content.prompt":  # semantic conventions before 1.27: JSON in gen_ai.prompt
+            inputs += genai_messages(ev.get("gen_ai.prompt"))
+        elif name == "gen_ai.content.completion":
+            outputs += genai_messages(ev.get("gen_ai.completion"))
+        elif name == "gen_ai.client.inference.operation.details":
             inputs += genai_messages(ev.get("gen_ai.input.messages", payload.get("gen_ai.input.messages")))
             outputs += genai_messages(ev.get("gen_ai.output.messages", payload.get("gen_ai.output.messages")))
         elif name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message"):
