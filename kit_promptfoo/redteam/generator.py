@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from kit_promptfoo.redteam import corpus
+from kit_promptfoo.redteam import corpus, multiturn
 
 _CATEGORY = re.compile(r"^\s*kit_category:\s*([a-z-]+)\s*$", re.M)
 
@@ -31,6 +31,8 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
             return judged
         # Not a generation request the kit answers (no kit_category modifier): say so rather than invent.
         return {"error": "kit attack generator: no `kit_category` modifier in the request; see redteam/attacks.yaml"}
+    if found[-1] == multiturn.CATEGORY:  # scripted conversations, one `{"turns": [...]}` prompt each
+        return {"output": "\n".join(f"Prompt: {a.prompt}" for a in multiturn.load())}
     attacks = corpus.by_category(found[-1])
     if not attacks:
         return {"error": f"kit attack generator: no attacks in category {found[-1]!r}"}
