@@ -62,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     except KitInputError as e:  # bad settings found by any command (say an unknown key in [tool.kit])
         print(f"kit {name}: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a path that cannot be read or written (-o at a folder, a full disk): name it
+        where = e.filename if e.filename is not None else "input/output"
+        print(f"kit {name}: {where}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -15,7 +15,10 @@ only when the verdict is missing or does not match the trace.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kit.errors import KitInputError
@@ -55,6 +58,20 @@ def verdict(case_run: CaseRun) -> dict[str, Any]:
     return out
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return copy.deepcopy(value)
+
+
+def _own_copy(case: Any) -> Any:
+    """The case with its own deep copy of the input and context: the cached case outlives this call, so
+    an agent that appends to `context['history']` must not change what the next call is given."""
+    return dataclasses.replace(case, input=_plain(case.input), context=_plain(case.context))
+
+
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     vars_ = (context or {}).get("vars") or {}
@@ -64,8 +81,11 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         agent = _agent(req)
     except (ValueError, KitInputError) as e:
         return {"error": str(e)}
-    run_case = request_case(req, case, prompt)
-    attempt = int(vars_.get("__repeatIndex") or 0)
+    run_case = _own_copy(request_case(req, case, prompt))
+    try:
+        attempt = int(vars_.get("__repeatIndex") or 0)
+    except (TypeError, ValueError):
+        return {"error": f"__repeatIndex: {vars_.get('__repeatIndex')!r} is not a whole number"}
     run = invoke(agent, run_case, attempt, timeout=timeout_s())
     if run.case_run.skipped is not None:  # Promptfoo has no "skipped": an error, never a pass
         return {"error": f"case '{run_case.id}': skipped: {run.case_run.skipped}"}

@@ -128,7 +128,10 @@ def verdict(
     notes: list[str] = []
     run_id = data.run["run_id"]
     if policy.runs.require_complete and data.run.get("status") != "complete":
-        fails.append(f"run {run_id} is {data.run.get('status')}: it did not finish (killed or still running)")
+        fails.append(
+            f"run {run_id} is {data.run.get('status')}: it did not finish or lacks results (killed, still "
+            "running, cases that did not load, or records the store quarantined)"
+        )
     if not data.cases and not data.soft:
         fails.append(f"run {run_id} has no results")
     for f in data.failing:

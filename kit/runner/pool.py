@@ -12,6 +12,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import queue
+import signal
 import threading
 import time
 from collections import deque
@@ -68,7 +69,26 @@ def execute(
 # --- processes ------------------------------------------------------------------------------------------
 
 
-def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], Any]) -> None:
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies, so a killed run leaves no worker behind
+    (a worker reparented to PID 1 would run its agent on, unseen). Elsewhere a no-op: the workers still
+    stop at the end of a run, just not on a SIGKILL of their parent."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if os.getppid() != parent:  # the parent died before the request was made
+        os._exit(1)
+
+
+def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], Any], parent: int) -> None:
+    die_with_parent(parent)
     while True:
         try:
             i = conn.recv()
@@ -85,7 +105,7 @@ def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], An
 class _Proc:
     def __init__(self, ctx: Any, jobs: Sequence[Any], work: Callable[[Any], Any]) -> None:
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, jobs, work), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, jobs, work, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
         self.conn: Connection = parent
