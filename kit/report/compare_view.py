@@ -101,7 +101,7 @@ def html(s: SideBySide) -> str:
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in s.notes)
     summary = "".join(
         f"<tr><th>{escape(m)}</th><td class=n>{escape(a)}</td><td class=n>{escape(b)}</td>"
-        f'<td class="n {_sign(c)}">{escape(c)}</td></tr>'
+        f'<td class="n {_sign(c, lower_is_better=m.startswith(("cost", "latency")))}">{escape(c)}</td></tr>'
         for m, a, b, c in summary_rows(s)
     )
     body = []
@@ -140,8 +140,10 @@ def _flip_list(s: SideBySide) -> str:
     return f'<ul class="flips" id="flips">{"".join(items)}</ul>'
 
 
-def _sign(c: str) -> str:
-    return "up" if c.startswith("+") else ("down" if c.startswith("-") and c != "-" else "")
+def _sign(c: str, *, lower_is_better: bool = False) -> str:
+    """The colour of a change: green when it is better, red when worse."""
+    up, down = ("down", "up") if lower_is_better else ("up", "down")
+    return up if c.startswith("+") else (down if c.startswith("-") and c != "-" else "")
 
 
 def _md(text: str) -> str:

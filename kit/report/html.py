@@ -69,6 +69,7 @@ def _tally_line(tally: dict[str, int]) -> str:
 
 def _cards(page: Page) -> str:
     cards = []
+    sides = {page.compare.a["run_id"]: "A · ", page.compare.b["run_id"]: "B · "} if page.compare else {}
     for r, pr in zip(page.runs, page.payload["runs"], strict=True):
         rate = "-" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
         badge = '<span class="badge control">control: must fail, not gated</span>' if r["control"] else ""
@@ -80,7 +81,7 @@ def _cards(page: Page) -> str:
         )
         cards.append(
             f'<div class="card{" control" if r["control"] else ""}" data-source="{escape(r["display_source"])}">'
-            f'<div class="src">{escape(r["display_source"])}{badge}{status}</div>'
+            f'<div class="src">{sides.get(r["run_id"], "")}{escape(r["display_source"])}{badge}{status}</div>'
             f'<div class="rate">{rate}</div><div class="t">{r["passed"]}/{r["runs"]} case runs passed, '
             f"{r['cases']} cases</div>{gates}"
             f'<div class="id">{escape(r["run_id"])}<br>agent {escape(str(r.get("agent") or "-"))} · model '
@@ -138,7 +139,7 @@ def _case_section(page: Page) -> str:
 <div class="scroll"><table id="cases"><thead><tr><th class="sort" data-key="source">source</th>
 <th class="sort" data-key="case">case</th><th class="sort n" data-key="passed">passed</th>
 <th class="sort n" data-key="phk">pass^{k}</th><th>flags</th><th>failing checks</th></tr></thead>
-<tbody id="case-body"></tbody></table></div>
+<tbody id="case-body"></tbody></table></div><button type="button" id="more" hidden></button>
 <noscript><p class="note">The case table needs JavaScript (it runs locally; nothing is fetched).</p></noscript>
 </section>"""
 
@@ -154,8 +155,8 @@ def render(page: Page) -> str:
 pass^k: the chance that k runs of a case drawn from its attempts all pass</div>
 <h2>Sources</h2>{_cards(page)}{_gate_table(page)}
 {compare}
-<h2>Trends (same source, agent and case set)</h2>{_trends(page)}
 {_case_section(page)}
+<h2>Trends (same source, agent and case set)</h2>{_trends(page)}
 <script type="application/json" id="kit-data">{data}</script>
 <script>{page_assets.JS}</script>
 </body></html>

@@ -26,6 +26,7 @@ table{border-collapse:collapse;font-size:13px} th,td{padding:3px 8px;border-bott
  background:#fff;padding:6px 0;z-index:2;border-bottom:1px solid #eee}
 .filters label{font-size:13px;color:#444} select,input[type=search]{font:inherit;font-size:13px;padding:2px 4px}
 input[type=search]{width:240px} #count{color:#555;font-size:13px}
+#more{font:inherit;margin:8px 0;padding:4px 12px;cursor:pointer}
 #cases{width:100%} #cases tbody tr.row{cursor:pointer} #cases tbody tr.row:hover{background:#f3f7ff}
 #cases tr.row.open{background:#eef3fd} #cases th.sort{cursor:pointer;white-space:nowrap}
 #cases th.sort::after{content:" \2195";color:#aaa}
@@ -35,8 +36,8 @@ td.case{overflow-wrap:anywhere;min-width:180px} td.why{color:#555;font-size:12px
 tr.detail>td{background:#fbfbfb;padding:10px 14px;border-bottom:2px solid #c9d6ee}
 .attempts button{font:inherit;font-size:12px;margin:0 4px 6px 0;padding:2px 8px;border:1px solid #bbb;
  background:#fff;border-radius:4px;cursor:pointer} .attempts button.sel{border-color:#1565c0;background:#e3ecfa}
-.gate{margin:6px 0 10px} .gate h4{margin:4px 0;font-size:13px} .gate.hard h4::before{content:"HARD ";color:#c62828}
-.gate.soft h4::before{content:"SOFT ";color:#1565c0} .gate table{width:100%}
+.gate{margin:6px 0 10px;border-left:4px solid #c62828;padding-left:8px} .gate h4{margin:4px 0;font-size:13px}
+.gate.hard h4{color:#a31515} .gate.soft{border-left-color:#1565c0} .gate.soft h4{color:#0d47a1} .gate table{width:100%}
 .turn{border-left:3px solid #cfd8dc;margin:8px 0;padding:2px 0 2px 10px} .turn>.th{font-weight:600;font-size:12px;color:#546e7a}
 .msg{margin:4px 0;padding:4px 8px;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}
 .msg.user{background:#e3f2fd} .msg.assistant{background:#f1f8e9} .msg.system{background:#eceff1}
@@ -122,16 +123,25 @@ function matches(r) {
   if (q && r.text.indexOf(q) < 0) return false;
   return true;
 }
+// At most LIMIT rows are laid out at once (the page opens fast with a red team of hundreds of cases);
+// a button shows the rest. Rows are built the first time they are shown.
+var LIMIT = 200, showAll = false, $more = document.getElementById('more');
 function apply() {
-  var shown = 0;
+  var frag = document.createDocumentFragment(), matched = 0, shown = 0;
   ROWS.forEach(function (r) {
-    var ok = matches(r);
-    r.tr.hidden = !ok;
-    if (r.detail) r.detail.hidden = !ok || !r.tr.classList.contains('open');
-    if (ok) shown++;
+    if (!matches(r)) return;
+    matched++;
+    if (!showAll && shown >= LIMIT) return;
+    shown++;
+    frag.appendChild(r.tr || row(r));
+    if (r.detail && r.tr.classList.contains('open')) frag.appendChild(r.detail);
   });
-  $count.textContent = shown + ' of ' + ROWS.length + ' case rows';
+  $body.replaceChildren(frag);
+  $count.textContent = (shown < matched ? shown + ' shown of ' : '') + matched + ' matching of ' + ROWS.length + ' case rows';
+  $more.hidden = shown === matched;
+  $more.textContent = 'show all ' + matched;
 }
+$more.addEventListener('click', function () { showAll = true; apply(); });
 [$src, $out, $chk, $tag, $flaky].forEach(function (e) { e.addEventListener('change', apply); });
 $q.addEventListener('input', apply);
 
@@ -157,16 +167,12 @@ function row(r) {
 function toggle(r) {
   var open = !r.tr.classList.contains('open');
   r.tr.classList.toggle('open', open);
-  if (open && !r.detail) {
-    r.detail = h('tr', {class: 'detail'}, h('td', {colSpan: 6}, detail(r)));
+  if (open) {
+    r.detail = r.detail || h('tr', {class: 'detail'}, h('td', {colSpan: 6}, detail(r)));
     r.tr.parentNode.insertBefore(r.detail, r.tr.nextSibling);
+  } else if (r.detail && r.detail.parentNode) {
+    r.detail.parentNode.removeChild(r.detail);
   }
-  if (r.detail) r.detail.hidden = !open;
-}
-function render() {
-  var frag = document.createDocumentFragment();
-  ROWS.forEach(function (r) { frag.appendChild(r.tr || row(r)); if (r.detail) frag.appendChild(r.detail); });
-  $body.appendChild(frag);
 }
 
 // ---- sort
@@ -179,7 +185,7 @@ Array.prototype.forEach.call(document.querySelectorAll('#cases th.sort'), functi
     sortState = {key: k, dir: sortState.key === k ? -sortState.dir : 1};
     var f = KEYS[k];
     ROWS.sort(function (a, b) { var x = f(a), y = f(b); return (x < y ? -1 : x > y ? 1 : 0) * sortState.dir; });
-    render();
+    apply();
   });
 });
 
@@ -301,7 +307,6 @@ if (cmpBox) cmpBox.addEventListener('change', function () {
   document.getElementById('cmp-table').classList.toggle('changed-only', cmpBox.checked);
 });
 
-render();
 apply();
 // How long this script took to parse the data and lay out the table (a test reads it).
 document.body.setAttribute('data-render-ms', String(Math.round(performance.now() - T0)));

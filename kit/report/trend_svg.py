@@ -27,7 +27,7 @@ def render(points: list[dict[str, Any]], *, title: str) -> str:
     labels = [point_label(p) for p in shown]
     longest = max(len(s) for s in labels) * CHAR_W
     sin, cos = math.sin(math.radians(ANGLE)), math.cos(math.radians(ANGLE))
-    top, plot_h, axis_w = 14, 150, 44
+    top, plot_h, axis_w = 14, 110, 44
     # A label hangs down-left from its point: the first one needs room to the left, all of them below.
     left = axis_w + max(0.0, longest * cos - 8)
     bottom = longest * sin + 24

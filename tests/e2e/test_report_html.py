@@ -228,3 +228,34 @@ def test_compare_page_lists_the_flips_the_store_holds(tmp_path):
     head = shot.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1280, 1600)
     assert time.monotonic() - started < 60
+
+
+@needs_chromium
+def test_a_long_table_shows_200_rows_then_all_of_them(tmp_path):
+    store = open_store(tmp_path / "evals.duckdb")
+    run_id = store.start_run("promptfoo", agent="red team", model="m")
+    for i in range(230):
+        ok = i % 2 == 0
+        result = Result("no_pii", ok, "" if ok else "output leaks an email")
+        store.record(run_id, CaseRun(f"redteam/attack-{i:03d}/basic", 0, (result,)), _trace("x", ok))
+    store.finish_run(run_id)
+    out = tmp_path / "report.html"
+    assert kit(["report", "--store", str(store.path), "--html", str(out)]) == 0
+    probed = tmp_path / "more.html"
+    probed.write_text(
+        out.read_text().replace(
+            "</body>",
+            """<script>
+var n = function () { return document.querySelectorAll('#case-body tr.row').length; };
+var seen = [n(), document.getElementById('count').textContent];
+document.getElementById('more').click();
+seen.push(n(), document.getElementById('more').hidden);
+var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(seen);
+document.body.appendChild(pre);
+</script></body>""",
+            1,
+        )
+    )
+    dom = _chromium("--dump-dom", probed.as_uri(), profile=tmp_path / "p")
+    seen = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    assert seen == [200, "200 shown of 230 matching of 230 case rows", 230, True]
