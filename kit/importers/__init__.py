@@ -71,7 +71,14 @@ def convert(
 
         traces = from_openai(data, case_id=cid, file=file)
     elif fmt == "trace":
-        traces = [dict(d) for d in (data if isinstance(data, list) else [data])]
+        items = data if isinstance(data, list) else [data]
+        bad = next((n for n, d in enumerate(items) if not isinstance(d, dict)), None)
+        if bad is not None:
+            raise KitInputError(f"trace {bad}: expected an object, got {type(items[bad]).__name__}", file=file)
+        traces = [dict(d) for d in items]
+        for t in traces:
+            if "attempt" in t and t["attempt"] is None:
+                del t["attempt"]  # unnumbered: numbered on import, as a missing attempt is
         if case_id:
             for t in traces:
                 t["case_id"] = case_id

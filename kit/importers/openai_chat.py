@@ -166,7 +166,10 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
     if conv.get("response") is not None:
         raw.append(conv["response"])
     messages = _expand(raw, file)
-    results = _pair_results(messages)
+    try:
+        results = _pair_results(messages)
+    except KitInputError as e:
+        raise KitInputError(e.message, file=file) from None
     by_name = [m for m in messages if m.role == "function"]  # legacy results, matched by order
 
     spans: list[dict[str, Any]] = []
@@ -228,8 +231,10 @@ def _pair_results(messages: list[_Message]) -> dict[tuple[int, int], _Message]:
             open_calls += [(c.id, (i, j)) for j, c in enumerate(m.tool_calls or []) if c.id]
         elif m.role == "tool" and m.tool_call_id:
             n = next((n for n, (cid, _) in enumerate(open_calls) if cid == m.tool_call_id), None)
-            if n is not None:
-                out[open_calls.pop(n)[1]] = m
+            if n is None:
+                # A result no call asked for: dropping it would lose data without a word.
+                raise KitInputError(f"message {i}: tool result for call id {m.tool_call_id!r} answers no open call")
+            out[open_calls.pop(n)[1]] = m
     return out
 
 
