@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kit.checks import REGISTRY
 from kit.errors import KitInputError, describe_errors
+from kit.frozen import freeze
 from kit.trace import read_text
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -63,6 +64,11 @@ class CheckSpec:
     raw: dict[str, Any] = field(default_factory=dict)
     turn: Turn | None = None
 
+    def __post_init__(self) -> None:
+        # Deep-frozen, so nothing handed a case (an agent, say) can change what a check demands.
+        object.__setattr__(self, "params", freeze(self.params))
+        object.__setattr__(self, "raw", freeze(self.raw))
+
     @property
     def named(self) -> bool:
         """The case gave this check its name."""
@@ -95,6 +101,16 @@ class Case:
     extra: dict[str, Any] = field(default_factory=dict)
     turns: tuple[str, ...] | None = None
     user: UserSpec | None = None
+
+    def __post_init__(self) -> None:
+        # Deep-frozen: an agent handed the case cannot change its context, its checks or their parameters.
+        object.__setattr__(self, "context", freeze(self.context))
+        object.__setattr__(self, "extra", freeze(self.extra))
+        object.__setattr__(self, "checks", tuple(self.checks))
+        object.__setattr__(self, "invariants", tuple(self.invariants))
+        object.__setattr__(self, "tags", tuple(self.tags))
+        if self.turns is not None:
+            object.__setattr__(self, "turns", tuple(self.turns))
 
     @property
     def is_multi_turn(self) -> bool:
