@@ -136,7 +136,9 @@ def _case_section(page: Page) -> str:
 <input type="search" id="f-search" placeholder="search case, check, reason, model" aria-label="search">
 <span id="count"></span></div>
 <p class="meta">Click a row to open its runs: messages by turn, tool calls, end state, every check.</p>
-<div class="scroll"><table id="cases"><thead><tr><th class="sort" data-key="source">source</th>
+<div class="scroll"><table id="cases"><colgroup><col style="width:150px"><col style="width:30%">
+<col style="width:72px"><col style="width:72px"><col style="width:96px"><col></colgroup>
+<thead><tr><th class="sort" data-key="source">source</th>
 <th class="sort" data-key="case">case</th><th class="sort n" data-key="passed">passed</th>
 <th class="sort n" data-key="phk">pass^{k}</th><th>flags</th><th>failing checks</th></tr></thead>
 <tbody id="case-body"></tbody></table></div><button type="button" id="more" hidden></button>

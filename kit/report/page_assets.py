@@ -27,7 +27,7 @@ table{border-collapse:collapse;font-size:13px} th,td{padding:3px 8px;border-bott
 .filters label{font-size:13px;color:#444} select,input[type=search]{font:inherit;font-size:13px;padding:2px 4px}
 input[type=search]{width:240px} #count{color:#555;font-size:13px}
 #more{font:inherit;margin:8px 0;padding:4px 12px;cursor:pointer}
-#cases{width:100%} #cases tbody tr.row{cursor:pointer} #cases tbody tr.row:hover{background:#f3f7ff}
+#cases{width:100%;table-layout:fixed} .more{font-size:12px;color:#8e1b1b;white-space:nowrap} #cases tbody tr.row{cursor:pointer} #cases tbody tr.row:hover{background:#f3f7ff}
 #cases tr.row.open{background:#eef3fd} #cases th.sort{cursor:pointer;white-space:nowrap}
 #cases th.sort::after{content:" \2195";color:#aaa}
 td.case{overflow-wrap:anywhere;min-width:180px} td.why{color:#555;font-size:12px;max-width:520px;overflow-wrap:anywhere}
@@ -125,7 +125,7 @@ function matches(r) {
 }
 // At most LIMIT rows are laid out at once (the page opens fast with a red team of hundreds of cases);
 // a button shows the rest. Rows are built the first time they are shown.
-var LIMIT = 200, showAll = false, $more = document.getElementById('more');
+var LIMIT = 100, showAll = false, $more = document.getElementById('more');
 function apply() {
   var frag = document.createDocumentFragment(), matched = 0, shown = 0;
   ROWS.forEach(function (r) {
@@ -146,6 +146,7 @@ $more.addEventListener('click', function () { showAll = true; apply(); });
 $q.addEventListener('input', apply);
 
 // ---- rows
+var CHIPS = 5;  // failing checks named in a row; the rest in a tooltip and in the opened row
 function row(r) {
   var run = RUNS[r.r], o = outcome(r);
   var flags = [r.fl ? h('span', {class: 'badge flaky'}, 'flaky') : null,
@@ -157,7 +158,8 @@ function row(r) {
     h('td', {class: 'n ' + (o === 'flaky' ? 'flakyc' : o)}, r.c + '/' + r.n),
     h('td', {class: 'n'}, num(r.phk, 2)),
     h('td', null, flags),
-    h('td', {class: 'why'}, r.fc.map(function (i) { return h('span', {class: 'chk'}, S[i]); }),
+    h('td', {class: 'why'}, r.fc.slice(0, CHIPS).map(function (i) { return h('span', {class: 'chk'}, S[i]); }),
+      r.fc.length > CHIPS ? h('span', {class: 'more', title: r.fc.slice(CHIPS).map(s).join(', ')}, '+' + (r.fc.length - CHIPS) + ' more') : null,
       r.why >= 0 ? h('div', null, s(r.why)) : null));
   tr.addEventListener('click', function () { toggle(r); });
   tr.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') toggle(r); });
