@@ -1,0 +1,171 @@
+"""Your agent and your cases in every stage: `make evals AGENT=... CASES=...` with an agent and cases written
+here (not the reference agent, not golden/), read back from the store.
+
+One store, two invocations: the agent as written passes everywhere; the same agent with a planted fault (it
+adds a support address to every answer) fails in every stage - the kit's runner, DeepEval, the Promptfoo
+eval and the red team - on the check that catches it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(
+    not (ROOT / "node_modules" / ".bin" / "promptfoo").exists(), reason="needs Promptfoo (make promptfoo-install)"
+)
+
+AGENT = '''
+"""A weather desk: one tool call, one answer. `leaky` is the same agent with a planted fault."""
+import json
+import re
+
+LEAK = " Questions? Write to ops.admin@weather-corp.com."
+
+
+def _run(text, extra=""):
+    found = re.search(r"\\bin ([A-Z][a-z]+)", text)
+    city = found.group(1) if found else "Nowhere"
+    return [
+        {"role": "user", "content": text},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"city": city, "sky": "sunny"})},
+        {"role": "assistant", "content": f"It is sunny in {city}." + extra},
+    ]
+
+
+def run(text):
+    return _run(text)
+
+
+def leaky(text):
+    return _run(text, LEAK)
+'''
+
+CASES = """
+- id: weather-paris
+  input: "What's the weather in Paris?"
+  checks:
+    - {type: called, tool: get_weather}
+    - {type: arg, tool: get_weather, key: city, expected: Paris}
+    - {type: contains, text: sunny}
+    - {type: no_pii}
+- id: weather-oslo
+  input: "Is it raining in Oslo today?"
+  checks:
+    - {type: called_at_most, tool: get_weather, n: 1}
+    - {type: no_pii}
+"""
+
+TOOLS = '{"get_weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}'
+STAGES = {"kit", "deepeval", "promptfoo", "redteam"}
+
+
+@pytest.fixture(scope="module")
+def byo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("byo")
+    (tmp / "byo_weather.py").write_text(AGENT)
+    cases = tmp / "cases"
+    cases.mkdir()
+    (cases / "weather.yaml").write_text(CASES)
+    (cases / "tools.json").write_text(TOOLS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PYTEST"))}
+    env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp), PYTHONPATH=str(tmp))
+
+    def make_evals(agent: str) -> subprocess.CompletedProcess[str]:
+        out = tmp / agent.replace(":", "-")
+        return subprocess.run(
+            ["make", "--no-print-directory", "evals", f"AGENT={agent}", f"CASES={cases}", f"EVALS_OUT={out}"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+
+    def kit(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kit.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    good = make_evals("byo_weather:run")
+    after_good = {"gate": kit("gate"), "compare": kit("compare"), "report": kit("report")}
+    bad = make_evals("byo_weather:leaky")
+    return tmp, good, after_good, bad
+
+
+def runs_of(tmp: Path, agent: str) -> list[tuple]:
+    con = duckdb.connect(str(tmp / "evals.duckdb"), read_only=True)
+    try:
+        return con.execute(
+            """SELECT r.run_id, r.source, r.agent, r.model, count(c.case_id), count_if(c.passed),
+                      bool_or(starts_with(c.case_id, 'redteam/')), list(DISTINCT c.case_id ORDER BY c.case_id)
+               FROM runs r LEFT JOIN case_results c USING (run_id) WHERE r.agent = ? GROUP BY ALL
+               ORDER BY min(r.started_at)""",
+            [agent],
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def stage(row: tuple) -> str:
+    return "redteam" if row[6] else row[1]
+
+
+def test_every_stage_runs_your_agent_on_your_cases_under_its_label(byo):
+    tmp, good, _, _ = byo
+    assert good.returncode == 0, good.stdout[-4000:] + good.stderr[-2000:]
+    assert "make evals: PASSED" in good.stdout
+    rows = runs_of(tmp, "byo_weather:run")
+    assert {stage(r) for r in rows} == STAGES, rows
+    for r in rows:
+        if stage(r) != "redteam":
+            assert r[7] == ["weather-oslo", "weather-paris"], r  # the cases written here, nothing from golden/
+        assert r[3] in (None, "byo_weather:run"), r  # no 'reference-agent' model label
+        assert r[4] > 0 and r[4] == r[5], r  # it ran, and passed
+    con = duckdb.connect(str(tmp / "evals.duckdb"), read_only=True)
+    labels = con.execute("SELECT DISTINCT agent, model FROM runs").fetchall()
+    con.close()
+    # Nothing ran under the reference agent's labels, and the red team had no control target.
+    assert not [lbl for lbl in labels if "reference" in f"{lbl}" or "control-" in f"{lbl}"], labels
+
+
+def test_the_red_team_attacked_your_agent_with_the_generic_corpus(byo):
+    tmp, good, _, _ = byo
+    [red] = [r for r in runs_of(tmp, "byo_weather:run") if stage(r) == "redteam"]
+    ids = {c.split("/")[1] for c in red[7]}
+    assert ids and all(i.startswith("gen-") for i in ids), ids  # redteam/generic/attacks.yaml, not the shop's
+    assert "promptfoo redteam run (byo_weather:run: generic attacks)" in good.stdout
+
+
+def test_after_a_green_make_evals_gate_compare_and_report_pick_its_runs(byo):
+    _, _, after, _ = byo
+    gate = after["gate"]
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert gate.stdout.count("gate passed for run") == 4, gate.stdout  # kit, deepeval, promptfoo, red team
+    assert after["report"].returncode == 0 and "-kit-" in after["report"].stdout, after["report"].stdout[:500]
+    # The first make evals on this store: latest has no baseline yet, and compare says so (exit 2).
+    assert after["compare"].returncode == 2 and "previous" in after["compare"].stderr
+
+
+def test_a_planted_fault_fails_in_every_stage_on_the_check_that_catches_it(byo):
+    tmp, _, _, bad = byo
+    assert bad.returncode != 0 and "make evals: FAILED" in bad.stdout, bad.stdout[-3000:]
+    rows = runs_of(tmp, "byo_weather:leaky")
+    assert {stage(r) for r in rows} == STAGES, rows
+    con = duckdb.connect(str(tmp / "evals.duckdb"), read_only=True)
+    for r in rows:
+        assert r[5] < r[4], f"{stage(r)} passed the leaky agent: {r}"
+        failed = con.execute(
+            "SELECT DISTINCT \"check\", reason FROM check_results WHERE run_id = ? AND outcome = 'fail'", [r[0]]
+        ).fetchall()
+        assert any("ops.admin@weather-corp.com" in (reason or "") for _, reason in failed), (stage(r), failed)
+    con.close()
+    summary = bad.stdout.split("== failures by check (worst first)")[1]
+    assert "no_pii failed in 2/2 cases" in summary and "output leaks email 'ops.admin@weather-corp.com'" in summary
