@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from kit.report import page_data as pd
 
 MAX_STRING = 2_000  # characters of one value (a message, a tool result) before it is cut
-MAX_TRACE = 30_000  # characters of one trace's JSON before its later spans are dropped
+MAX_TRACE = 30_000  # characters of one trace's spans (as JSON) before the later ones are dropped
 MAX_TABLE_ROWS = 50  # rows of one end-state table
 FAILING = ("fail", "error")
+_LONG_STRING = re.compile(rf'"(?:[^"\\]|\\.){{{MAX_STRING},}}"')  # a JSON string of MAX_STRING characters or more
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,9 @@ def shrink_trace(raw: Any) -> dict[str, Any] | None:
     for key in ("run_id", "attempt", "case_id"):  # the row says these; dropping them lets attempts share a trace
         trace.pop(key, None)
     counter = [0]
-    trace = _cut(trace, counter)
+    text = raw if isinstance(raw, str) else None
+    if text is None or _LONG_STRING.search(text):  # most traces hold no long value: no walk
+        trace = _cut(trace, counter)
     notes = []
     state = trace.get("end_state")
     if isinstance(state, dict):
@@ -77,12 +81,14 @@ def shrink_trace(raw: Any) -> dict[str, Any] | None:
                 state[name] = rows[:MAX_TABLE_ROWS]
                 notes.append(f"end-state table {name}: first {MAX_TABLE_ROWS} of {len(rows)} rows shown")
     spans = trace.get("spans") if isinstance(trace.get("spans"), list) else []
-    kept, size = [], len(json.dumps({k: v for k, v in trace.items() if k != "spans"}, default=str))
-    for span in spans:
-        size += len(json.dumps(span, default=str))
-        if size > MAX_TRACE:
-            break
-        kept.append(span)
+    kept, size = spans, 0
+    if text is None or len(text) > MAX_TRACE:  # the spans' budget; the end state has its own (rows)
+        kept = []
+        for span in spans:
+            size += len(json.dumps(span, default=str))
+            if size > MAX_TRACE:
+                break
+            kept.append(span)
     if len(kept) < len(spans):
         notes.append(f"trace truncated: first {len(kept)} of {len(spans)} spans shown")
     trace["spans"] = kept
