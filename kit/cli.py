@@ -32,6 +32,14 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _files(args: list[str]) -> str:
+    """The existing files among a command's arguments: who to blame when an error does not say."""
+    from pathlib import Path
+
+    found = [a for a in args if not a.startswith("-") and Path(a).is_file()]
+    return ", ".join(found) or "input"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
@@ -65,6 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # a path that cannot be read or written (-o at a folder, a full disk): name it
         where = e.filename if e.filename is not None else "input/output"
         print(f"kit {name}: {where}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    # Last resorts for input no loader should have let through: bytes that are not UTF-8, and data nested
+    # too deeply to read. Both are always bad input; the files are named as far as the command knows them.
+    except UnicodeDecodeError as e:
+        print(f"kit {name}: {_files(rest)}: not valid UTF-8 ({e.reason} at byte {e.start})", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"kit {name}: {_files(rest)}: nested too deeply to read", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
