@@ -1,8 +1,8 @@
 """Keep DeepEval offline and quiet. Call `quiet_offline()` before the first `import deepeval` where you can.
 
 - Telemetry and the update check are forced off: nothing may leave the machine.
-- `.env` files are not read (DeepEval reads them at import; under `deepeval test run` that has already
-  happened, so `make deepeval-evals` sets DEEPEVAL_DISABLE_DOTENV=1 itself).
+- `.env` files are not read again (DeepEval reads them at import; under `deepeval test run` that has
+  already happened: the project's .env turns DeepEval's telemetry off before it starts).
 - No upload to Confident AI unless KIT_DEEPEVAL_UPLOAD=1: an empty CONFIDENT_API_KEY wins over a key in
   `.env` or in DeepEval's legacy keystore (DeepEval never overwrites a variable already set), and DeepEval
   reads an empty key as no key.
@@ -14,6 +14,11 @@ import os
 from collections.abc import MutableMapping
 
 UPLOAD_FLAG = "KIT_DEEPEVAL_UPLOAD"
+# The project's .env sends Promptfoo's non-local requests to this closed port (its telemetry beacon has no
+# off switch). DeepEval reads the same .env; its own traffic is off by its flags, and a remote judge
+# must reach its host, so the sentinel proxy is dropped here. A real proxy the user set is kept.
+DEAD_PROXY = "http://127.0.0.1:9"
+PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 
 
 def upload_requested(env: MutableMapping[str, str] | None = None) -> bool:
@@ -26,5 +31,8 @@ def quiet_offline(env: MutableMapping[str, str] | None = None) -> None:
     env["DEEPEVAL_TELEMETRY_OPT_OUT"] = "1"
     env["DEEPEVAL_UPDATE_WARNING_OPT_IN"] = "0"
     env.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
+    for var in PROXY_VARS:
+        if env.get(var) == DEAD_PROXY:
+            del env[var]
     if not upload_requested(env):
         env["CONFIDENT_API_KEY"] = ""

@@ -141,7 +141,9 @@ def promptfoo_stage(settings: Settings, work: Path) -> Stage:
             first,
             Step("promptfoo eval", (*launcher, *eval_argv)),
             # The results go to the store whether or not the eval passed.
-            kit_step("ingest", ["promptfoo", "--force", out_json, *store], always=True),
+            # Promptfoo's store hook has stored this eval already: ingesting its file again is skipped by its
+            # eval id (not --force, which would store it twice); it still stores an eval the hook could not.
+            kit_step("ingest", ["promptfoo", out_json, *store], always=True),
         ),
         "promptfoo",
     )
@@ -184,9 +186,15 @@ def redteam_stage(settings: Settings, work: Path) -> Stage:
     steps += [
         # Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable
         # control target: the verdict step decides instead.
-        Step("promptfoo redteam run", (*launcher, *run, "--no-progress-bar"), env=env, ok=frozenset({0, 100})),
-        Step("promptfoo export", (*launcher, "export", "eval", "latest", "-o", out_json)),
-        kit_step("ingest", ["promptfoo", "--force", out_json, *store]),
+        # Promptfoo's store hook (kit_promptfoo/store_hook.py) writes this eval's results to out_json: no
+        # second Promptfoo start to export them, and never another process's "latest" eval.
+        Step(
+            "promptfoo redteam run",
+            (*launcher, *run, "--no-progress-bar"),
+            env={**env, "KIT_PROMPTFOO_RESULTS": out_json},
+            ok=frozenset({0, 100}),
+        ),
+        kit_step("ingest", ["promptfoo", out_json, *store]),
         Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", out_json)),
     ]
     return Stage("redteam", note, tuple(steps), "promptfoo")

@@ -99,9 +99,14 @@ def build(
     config["targets"] = [target]
     config["defaultTest"] = {
         "vars": ref,
-        "assert": [{"type": "python", "value": file_ref(ROOT / "kit_promptfoo" / "oracle_assert.py", out)}],
+        "assert": [
+            {"type": "javascript", "value": file_ref(ROOT / "kit_promptfoo" / "oracle_assert.cjs", out) + ":get_assert"}
+        ],
     }
-    config["extensions"] = [file_ref(ROOT / "kit_promptfoo" / "redteam" / "hooks.py", out) + ":beforeAll"]
+    config["extensions"] = [
+        file_ref(ROOT / "kit_promptfoo" / "redteam" / "hooks.py", out) + ":beforeAll",
+        file_ref(ROOT / "kit_promptfoo" / "store_hook.py", out) + ":afterAll",
+    ]
     config["redteam"]["purpose"] = purpose or GENERIC_PURPOSE
     config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], attacks)
     return config

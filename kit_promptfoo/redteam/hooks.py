@@ -47,10 +47,15 @@ def name_attack(test: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     return {**test, "metadata": meta}
 
 
+def is_attack(test: dict[str, Any]) -> bool:
+    return bool((test.get("metadata") or {}).get("pluginId"))
+
+
 def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) -> dict[str, Any]:
     suite = context["suite"]
     ids = {a.text: a.id for a in corpus.load()} | {a.prompt: a.id for a in multiturn.load()}
-    tests = [name_attack(t, ids) for t in suite.get("tests") or []]
+    # Only generated attacks are named: the root config's golden tests share this hook and keep their ids.
+    tests = [name_attack(t, ids) if is_attack(t) else t for t in suite.get("tests") or []]
     if not judge_configured():
         tests = [strip_graders(t) for t in tests]
     suite["tests"] = tests

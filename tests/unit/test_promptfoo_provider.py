@@ -122,7 +122,7 @@ def test_not_graded_plugin_graders_are_named_and_do_not_pass_anything() -> None:
 
 def test_committed_promptfooconfig_is_generated_from_golden() -> None:
     root = Path(__file__).resolve().parents[2]
-    config, _ = build(root / "golden")
+    config, _ = build(root / "golden", redteam=root / "redteam" / "promptfooconfig.yaml")
     assert (root / "promptfooconfig.yaml").read_text(encoding="utf-8") == render(config), (
         "promptfooconfig.yaml is out of date: run .venv/bin/python -m kit_promptfoo.genconfig"
     )

@@ -1,0 +1,202 @@
+"""The tools' own commands, typed exactly as a user types them in the project root, with the venv not activated:
+`deepeval test run tests/evals` (as .venv/bin/deepeval), `npx promptfoo eval`, `npx promptfoo redteam run` and
+`npx promptfoo view`. Each runs inside a network namespace with loopback only (`unshare -n`) and under
+`strace -f -e trace=connect`: it must pass on the reference agent, put its results in the store, ask for no
+e-mail, run no health check and connect nowhere but loopback (no DNS either: nothing to port 53).
+
+The store is a fresh file (KIT_STORE) so the assertions read only these runs; Promptfoo's state folder is
+the project's (.promptfoo, from .env), which `make evals` shares: that is what `promptfoo view` must show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kit.store import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = ROOT / ".venv" / "bin"
+CONNECT = re.compile(r"connect\(\d+, \{sa_family=(AF_INET6?), (?:sin6?_port=htons\((\d+)\)), (.*?)\}")
+
+
+def _can_isolate() -> str | None:
+    for tool in ("unshare", "strace", "ip"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+    return None if probe.returncode == 0 else f"unshare -n is not permitted here: {probe.stderr.strip()}"
+
+
+pytestmark = pytest.mark.skipif(_can_isolate() is not None, reason=str(_can_isolate()))
+
+
+def user_env(store: Path) -> dict[str, str]:
+    """A user's shell: the venv not activated (no .venv/bin on PATH), no kit or tool variables set."""
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != VENV_BIN.resolve()]
+    drop = ("KIT_", "PROMPTFOO_", "DEEPEVAL_", "CONFIDENT_", "VIRTUAL_ENV", "PYTHONPATH", "HTTP_PROXY", "HTTPS_PROXY")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(drop) and k.upper() != "NO_PROXY"}
+    env["PATH"] = os.pathsep.join(path)
+    env["KIT_STORE"] = str(store)
+    return env
+
+
+def isolated(argv: list[str], log: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """argv in a loopback-only network namespace, every connect() of every process logged to `log`."""
+    script = 'ip link set lo up && exec strace -f -qq -e trace=connect -e signal=none -o "$0" -- "$@"'
+    return subprocess.run(
+        ["unshare", "-n", "sh", "-c", script, str(log), *argv],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def outside_loopback(log: Path) -> list[str]:
+    """Every connect() to an address that is not loopback, or to port 53 (DNS) anywhere."""
+    bad = []
+    for line in log.read_text(errors="replace").splitlines():
+        m = CONNECT.search(line)
+        if not m:
+            continue  # AF_UNIX, AF_NETLINK: local by construction
+        family, port, rest = m.groups()
+        loopback = "127.0.0.1" in rest if family == "AF_INET" else ('"::1"' in rest or "::ffff:127.0.0.1" in rest)
+        if not loopback or port == "53":
+            bad.append(line.strip())
+    return bad
+
+
+def runs(store: Path, source: str) -> list[dict[str, object]]:
+    with open_store(store).connect() as con:
+        rows = con.execute(
+            "SELECT r.run_id, r.status, r.meta, count(c.case_id) FROM runs r LEFT JOIN case_results c USING (run_id) "
+            "WHERE r.source = ? GROUP BY ALL",
+            [source],
+        ).fetchall()
+    return [{"run_id": r[0], "status": r[1], "meta": json.loads(r[2] or "{}"), "case_runs": r[3]} for r in rows]
+
+
+def failed_case_runs(store: Path, run_id: str) -> int:
+    with open_store(store).connect() as con:
+        return con.execute(
+            "SELECT count(*) FROM case_results WHERE run_id = ? AND outcome <> 'pass'", [run_id]
+        ).fetchone()[0]
+
+
+def assert_offline_and_ok(proc: subprocess.CompletedProcess[str], log: Path) -> None:
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert outside_loopback(log) == [], "connections outside loopback"
+    assert "Work email" not in out and "Email Verification" not in out
+    assert "health check" not in out.lower()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "evals.duckdb"
+
+
+def test_deepeval_test_run_as_typed(tmp_path: Path, store: Path) -> None:
+    log = tmp_path / "connect.log"
+    proc = isolated([str(VENV_BIN / "deepeval"), "test", "run", "tests/evals"], log, user_env(store), timeout=900)
+    assert_offline_and_ok(proc, log)
+    (run,) = runs(store, "deepeval")
+    assert run["status"] == "complete" and run["case_runs"] >= 40
+    assert failed_case_runs(store, str(run["run_id"])) == 0
+
+
+def test_npx_promptfoo_eval_as_typed(tmp_path: Path, store: Path) -> None:
+    log = tmp_path / "connect.log"
+    proc = isolated(["npx", "promptfoo", "eval", "--no-table"], log, user_env(store), timeout=900)
+    assert_offline_and_ok(proc, log)
+    (run,) = runs(store, "promptfoo")
+    assert run["status"] == "complete" and run["case_runs"] >= 40
+    assert failed_case_runs(store, str(run["run_id"])) == 0
+
+
+def test_npx_promptfoo_redteam_run_as_typed(tmp_path: Path, store: Path) -> None:
+    log = tmp_path / "connect.log"
+    proc = isolated(["npx", "promptfoo", "redteam", "run"], log, user_env(store), timeout=1500)
+    assert_offline_and_ok(proc, log)
+    (run,) = runs(store, "promptfoo")
+    # Every attack of redteam/attacks.yaml under every strategy, on the reference agent: all resisted.
+    assert run["status"] == "complete" and run["case_runs"] >= 205
+    assert failed_case_runs(store, str(run["run_id"])) == 0
+
+
+VIEW_DRIVER = textwrap.dedent(
+    """
+    import json, os, signal, subprocess, sys, time, urllib.request
+    log, want = sys.argv[1], sys.argv[2]
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    view = subprocess.Popen(
+        ["strace", "-f", "-qq", "-e", "trace=connect", "-e", "signal=none", "-o", log, "--", "npx", "promptfoo", "view"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    found, listening, deadline = False, False, time.time() + 240
+    while time.time() < deadline and not found:
+        try:
+            data = json.load(urllib.request.urlopen("http://127.0.0.1:15500/api/results", timeout=10))
+            listening = True
+            found = want in {e.get("evalId") for e in data.get("data", [])}
+        except OSError:
+            pass
+        if not found:
+            time.sleep(1)
+    os.killpg(view.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+    code = view.wait(timeout=60)
+    time.sleep(1)
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getsid(int(pid)) == view.pid:
+                left.append(open(f"/proc/{pid}/cmdline").read().replace(chr(0), " ").strip())
+        except OSError:
+            pass
+    print(json.dumps({"listening": listening, "found": found, "code": code, "left": left}))
+    """
+)
+
+
+def test_npx_promptfoo_view_shows_make_evals_eval(tmp_path: Path, store: Path) -> None:
+    # The eval `make evals` runs (its promptfoo stage: the launcher, with the project's state folder).
+    out = tmp_path / "evals"
+    env = {**user_env(store)}
+    stage = subprocess.run(
+        [str(VENV_BIN / "python"), "-m", "kit.pipeline", "--only", "promptfoo", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    (run,) = runs(store, "promptfoo")
+    eval_id = run["meta"].get("evalId")
+    assert eval_id, stage.stdout[-2000:]
+    log = tmp_path / "connect.log"
+    proc = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", VIEW_DRIVER, str(log), str(eval_id)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["listening"], "promptfoo view never answered on 127.0.0.1:15500"
+    assert got["found"], f"promptfoo view does not list make evals' eval {eval_id}"
+    assert got["left"] == [], f"processes left after Ctrl-C: {got['left']}"
+    assert outside_loopback(log) == []
