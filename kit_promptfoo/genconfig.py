@@ -141,7 +141,7 @@ def build(
     if redteam is not None:
         parts = redteam_parts(redteam, out)
         config["defaultTest"] = {"vars": parts["vars"], **config["defaultTest"]}
-        config["extensions"] = [*parts["extensions"], *config["extensions"]]
+        config["extensions"] = list(dict.fromkeys([*parts["extensions"], *config["extensions"]]))
         config["redteam"] = parts["redteam"]
     return config, [str(e) for e in suite.errors]
 
