@@ -4,6 +4,7 @@ compiled once, named invariants expanded into checks."""
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -174,8 +175,16 @@ def parse_check(
     index: int,
     base_dir: Path | None,
     invariant: str | None = None,
+    memo: dict[tuple[str, Path | None], CheckSpec] | None = None,
 ) -> CheckSpec:
-    """A CheckSpec from `{type: ..., name?: ..., **params}`, or KitInputError naming file, case and check."""
+    """A CheckSpec from `{type: ..., name?: ..., **params}`, or KitInputError naming file, case and check.
+    `memo` shares one CheckSpec between equal checks of a load (it is immutable): most cases repeat checks."""
+    if memo is not None and invariant is None and isinstance(raw, dict):
+        key = (repr(raw), base_dir)
+        spec = memo.get(key)
+        if spec is None:
+            spec = memo[key] = parse_check(raw, file=file, case=case, index=index, base_dir=base_dir)
+        return spec
     where = f"#{index + 1}" + (f" of invariant {invariant!r}" if invariant else "")
     if not isinstance(raw, dict):
         raise KitInputError(f"a check must be a mapping, got {type(raw).__name__}", file=file, case=case, check=where)
@@ -301,6 +310,7 @@ def parse_case(
     invariants: Mapping[str, list[CheckSpec]],
     unavailable: Mapping[str, str] | None = None,
     invariants_error: str | None = None,
+    memo: dict[tuple[str, Path | None], CheckSpec] | None = None,
 ) -> Case:
     """A Case from one decoded case mapping, its invariants expanded. `unavailable` says why an invariant of
     the file is not usable (it is invalid); `invariants_error` why no invariant is (the file is unreadable)."""
@@ -316,7 +326,9 @@ def parse_case(
     except ValidationError as e:
         msg = describe_errors(e, "field", limit=1)
         raise KitInputError(msg, file=file, case=str(case_id) if case_id else None) from None
-    checks = [parse_check(c, file=file, case=m.id, index=i, base_dir=base_dir) for i, c in enumerate(m.checks)]
+    checks = [
+        parse_check(c, file=file, case=m.id, index=i, base_dir=base_dir, memo=memo) for i, c in enumerate(m.checks)
+    ]
     for name in m.invariants:
         bundle = invariants.get(name)
         if bundle is None:
@@ -353,6 +365,8 @@ def parse_case(
 def unique_labels(checks: list[CheckSpec], *, file: str | None, case: str | None) -> tuple[CheckSpec, ...]:
     """The checks with one result name each, unique within the case: a name the case gives is kept as
     given (two equal given names are an error); a computed name seen before gets `#2`, `#3`, ..."""
+    if len({spec.label for spec in checks}) == len(checks) and not any(spec.named for spec in checks):
+        return tuple(checks)  # the usual case: nothing to rename
     given: dict[str, int] = {}
     for i, spec in enumerate(checks):
         if not spec.named:
@@ -410,17 +424,32 @@ def _case_docs(docs: list[Any]) -> list[Any]:
     return out
 
 
-def case_files(path: Path) -> list[Path]:
+def case_files(path: Path, errors: list[KitInputError] | None = None) -> list[Path]:
+    """The case files under `path`, in path order: YAML files outside the folders and names that are not
+    cases. One directory listing per folder, no stat per file: loading a large suite starts here. A folder
+    that cannot be listed is an error in `errors`; the others are still listed."""
     if path.is_file():
         return [path]
-    files = []
-    for p in sorted(path.rglob("*")):
-        if p.suffix not in (".yaml", ".yml") or not p.is_file() or p.name in NOT_CASE_FILES:
-            continue
-        if any(part in NOT_CASE_DIRS for part in p.relative_to(path).parts[:-1]):
-            continue
-        files.append(p)
-    return files
+    found: list[tuple[tuple[str, ...], str]] = []
+    _walk(str(path), (), found, errors if errors is not None else [])
+    found.sort()
+    return [Path(full) for _, full in found]
+
+
+def _walk(
+    folder: str, parts: tuple[str, ...], found: list[tuple[tuple[str, ...], str]], errors: list[KitInputError]
+) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError as e:
+        errors.append(KitInputError(f"cannot list folder: {e.strerror}", file=folder))
+        return
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            if e.name not in NOT_CASE_DIRS:
+                _walk(e.path, (*parts, e.name), found, errors)
+        elif e.name.endswith((".yaml", ".yml")) and e.name not in NOT_CASE_FILES and e.is_file():
+            found.append(((*parts, e.name), e.path))
 
 
 def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> Suite:
@@ -445,7 +474,8 @@ def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> S
             errors.extend(bad.values())
             unavailable = {name: _why_unavailable(name, e) for name, e in bad.items()}
     seen: dict[str, str] = {}
-    for f in case_files(root):
+    memo: dict[tuple[str, Path | None], CheckSpec] = {}
+    for f in case_files(root, errors):
         try:
             docs = _case_docs(_read_yaml(f))
         except KitInputError as e:
@@ -460,6 +490,7 @@ def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> S
                     invariants=invariants,
                     unavailable=unavailable,
                     invariants_error=invariants_error,
+                    memo=memo,
                 )
             except KitInputError as e:
                 errors.append(e)

@@ -41,14 +41,24 @@ class FrozenList(list[Any]):
 
 def freeze(value: Any) -> Any:
     """`value` with every dict and list in it, at any depth, frozen. Other objects are kept as they are."""
-    if isinstance(value, FrozenDict | FrozenList):
+    kind = type(value)
+    if kind is dict:
+        # Scalars, most of a case, skip the call: loading a thousand cases freezes tens of thousands of values.
+        return FrozenDict({k: v if type(v) in _SCALARS else freeze(v) for k, v in value.items()})
+    if kind is list:
+        return FrozenList([v if type(v) in _SCALARS else freeze(v) for v in value])
+    if kind is tuple:
+        return tuple(freeze(v) for v in value)
+    if kind in _SCALARS or isinstance(value, FrozenDict | FrozenList):
         return value
     if isinstance(value, dict):
         return FrozenDict({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
-        frozen = FrozenList(freeze(v) for v in value)
-        return frozen if isinstance(value, list) else tuple(frozen)
+    if isinstance(value, list):
+        return FrozenList(freeze(v) for v in value)
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def thaw(value: Any) -> Any:

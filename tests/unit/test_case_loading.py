@@ -201,3 +201,18 @@ def test_an_invariant_without_an_invariants_file_says_where_it_looked(tmp_path):
     write(tmp_path, "c.yaml", "id: a\ninput: hi\ninvariants: [refund_safety]\n")
     (err,) = load_suite(tmp_path).errors
     assert "unknown invariant 'refund_safety': no invariants.yaml beside or above the case file" in str(err)
+
+
+def test_case_files_are_found_in_path_order_outside_skipped_folders(tmp_path):
+    from kit.case import case_files
+
+    for name in ["a-c.yaml", "a/b.yaml", "a/z/y.yml", "b.yaml", "a/fixtures/f.yaml", "a/notes.txt", "invariants.yaml"]:
+        write(tmp_path, name, "id: x\ninput: hi\n")
+    (tmp_path / "dir.yaml").mkdir()
+    expected = sorted(
+        p
+        for p in tmp_path.rglob("*")
+        if p.suffix in (".yaml", ".yml") and p.is_file() and "fixtures" not in p.parts and p.name != "invariants.yaml"
+    )
+    assert case_files(tmp_path) == expected
+    assert [p.relative_to(tmp_path).as_posix() for p in expected] == ["a/b.yaml", "a/z/y.yml", "a-c.yaml", "b.yaml"]

@@ -165,7 +165,7 @@ def test_runs_has_an_upper_bound(tmp_path):
     assert "case 'a': field 'runs': Input should be less than or equal to 1000" in str(err)
 
 
-def test_kit_run_refuses_a_huge_runs_at_load(tmp_path, capsys, monkeypatch):
+def test_kit_lint_refuses_a_huge_runs(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "c.yaml", "id: a\ninput: hi\nruns: 100000000000\n")
     assert kit(["lint", "c.yaml"]) == 2
@@ -240,3 +240,31 @@ def test_a_frozen_case_still_reads_pickles_copies_and_serialises_like_plain_data
     mine = dict(case.context)
     mine["customer_id"] = "C9"  # a copy is the caller's own
     assert case.context["customer_id"] == "C1"
+
+
+def test_equal_checks_share_one_spec_within_a_folder_and_errors_stay_per_case(tmp_path):
+    write(tmp_path, "a.yaml", "- {id: a, input: hi, checks: [{type: called, tool: t}]}\n")
+    write(tmp_path, "b.yaml", "- {id: b, input: hi, checks: [{type: called, tool: t}]}\n")
+    write(
+        tmp_path,
+        "c.yaml",
+        "- {id: c, input: hi, checks: [{type: called}]}\n- {id: d, input: hi, checks: [{type: called}]}\n",
+    )
+    suite = load_suite(tmp_path)
+    a, b = suite.cases
+    assert a.checks[0] is b.checks[0]
+    assert [e.case for e in suite.errors] == ["c", "d"]
+
+
+def test_a_memoised_check_is_not_shared_across_folders(tmp_path):
+    schema = {"lookup": {"type": "object", "required": ["order_id"]}}
+    write(tmp_path, "one/tools.json", json.dumps(schema))
+    write(tmp_path, "two/tools.json", json.dumps({"other": {"type": "object"}}))
+    for folder in ("one", "two"):
+        write(
+            tmp_path,
+            f"{folder}/c.yaml",
+            f"id: {folder}\ninput: hi\nchecks: [{{type: tool_schemas, schemas: tools.json}}]\n",
+        )
+    one, two = load_suite(tmp_path).cases
+    assert one.checks[0] is not two.checks[0]
