@@ -3,6 +3,7 @@ broken case file gates red, bad numbers and bad shard files are exit 2 naming th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -137,3 +138,17 @@ def test_merging_a_garbage_shard_is_exit_2_naming_it(project, capsys):
         assert kit(["run", "--merge", str(bad)]) == 2
         err = capsys.readouterr().err
         assert f"kit run: {bad}: " in err and "Traceback" not in err
+
+
+def test_a_bad_record_in_the_store_never_sends_later_runs_to_files(project, capsys):
+    store = open_store(project / "store.duckdb")
+    run_id = store.start_run("kit", git_sha=None)
+    bad = {"t": "case", "run_id": run_id, "case_id": "x", "attempt": "zero"}
+    store._writer.write_many([])  # opens this process's spool
+    os.write(store._writer._open(), (json.dumps(bad) + "\n").encode())
+    assert kit(["run", "--cases", "cases.yaml", "--agent", "my_agent:agent", "-q"]) == 0
+    assert "store unavailable" not in capsys.readouterr().err
+    assert not (project / ".kit").exists()  # nothing written to the working directory
+    with store.connect() as con:
+        assert con.execute("SELECT count(*) FROM case_results WHERE case_id = 'greet'").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (1,)
