@@ -20,6 +20,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -306,14 +307,23 @@ def _now() -> str:
     return now()
 
 
+# Results per store write, and the longest a finished result waits for its write: an append to the store's
+# spool survives a SIGKILL of this process, so a killed run loses at most FLUSH_S worth of results.
+RECORD_BATCH = 64
+FLUSH_S = 0.25
+
+
 class _Sink:
-    """Results to the store as each lands (one append to the store's spool: it survives a SIGKILL of this
-    process at once), or to a file at the end. If the store cannot be written, everything goes to the JSON
-    file instead, the message says so, and `failed` makes the exit 2."""
+    """Results to the store as they land (in batches, each written within FLUSH_S), or to a file at the
+    end. If the store cannot be written, everything goes to the JSON file instead, the message says so,
+    and `failed` makes the exit 2."""
 
     def __init__(self, args: argparse.Namespace, run_row: dict[str, Any], *, to_file: bool) -> None:
         self.args, self.run_row, self.store = args, run_row, None
         self.failed = False
+        self.pending: list[Any] = []
+        self.lock = threading.RLock()
+        self.closed = threading.Event()
         if to_file:
             return
         try:
@@ -330,6 +340,8 @@ class _Sink:
             )
         except Exception as e:  # the store is optional: results must never be lost because of it
             self._store_failed(e)
+            return
+        threading.Thread(target=self._flush_often, name="kit-run-flush", daemon=True).start()
 
     def _store_failed(self, e: Exception) -> None:
         print(f"kit run: store unavailable ({type(e).__name__}: {e}); writing results to a file", file=sys.stderr)
@@ -339,16 +351,34 @@ class _Sink:
     def add(self, outcome: Any) -> None:
         if self.store is None:
             return
-        try:
-            self.store.record(self.run_row["run_id"], outcome.case_run, outcome.trace)
-        except Exception as e:
-            self._store_failed(e)
+        with self.lock:
+            self.pending.append(outcome)
+            full = len(self.pending) >= RECORD_BATCH
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            batch, self.pending = self.pending, []
+            if self.store is None or not batch:
+                return
+            try:
+                self.store.record_many(self.run_row["run_id"], [(o.case_run, o.trace) for o in batch])
+            except Exception as e:
+                self._store_failed(e)
+
+    def _flush_often(self) -> None:
+        """Results landing one by one are written within FLUSH_S, even while the next run hangs."""
+        while not self.closed.wait(FLUSH_S):
+            self.flush()
 
     def close(self, outcomes: list[Any], *, complete: bool = True) -> str:
         """Finish the run (`incomplete` when cases are missing); returns where the results are."""
         from kit.runner.shards import rows, write_file
 
         status = "complete" if complete else "incomplete"
+        self.closed.set()
+        self.flush()
         if self.store is not None:
             try:
                 self.store.finish_run(self.run_row["run_id"], status=status, merge=False)

@@ -39,7 +39,7 @@ def agent(text, case):
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     (tmp_path / "cases.yaml").write_text(CASES)
-    (tmp_path / "my_agent.py").write_text(AGENT)
+    (tmp_path / "hostile_agent.py").write_text(AGENT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("KIT_STORE", str(tmp_path / "store.duckdb"))
     monkeypatch.delenv("KIT_RUN_ID", raising=False)
@@ -49,7 +49,7 @@ def project(tmp_path, monkeypatch):
 def _start(project: Path, *args: str, hang_after: int) -> subprocess.Popen[bytes]:
     path = os.pathsep.join(p for p in (str(project), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "HANG_AFTER": str(hang_after), "PYTHONPATH": path}
-    argv = [sys.executable, "-m", "kit.cli", "run", "--cases", "cases.yaml", "--agent", "my_agent:agent", "-q"]
+    argv = [sys.executable, "-m", "kit.cli", "run", "--cases", "cases.yaml", "--agent", "hostile_agent:agent", "-q"]
     return subprocess.Popen([*argv, *args], cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -110,7 +110,7 @@ def test_a_suite_with_a_broken_case_file_gates_red(project, capsys):
     (project / "cases").mkdir()
     (project / "cases" / "good.yaml").write_text(CASES)
     (project / "cases" / "broken.yaml").write_text("id: refund\ninput: hi\nchecks: [{type: no_such_check}]\n")
-    assert kit(["run", "--cases", "cases", "--agent", "my_agent:agent", "-q"]) == 2
+    assert kit(["run", "--cases", "cases", "--agent", "hostile_agent:agent", "-q"]) == 2
     err = capsys.readouterr().err
     assert "broken.yaml" in err
     assert kit(["gate", "--config", os.devnull]) == 1
@@ -122,7 +122,7 @@ def test_a_suite_with_a_broken_case_file_gates_red(project, capsys):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
 def test_a_timeout_that_is_not_a_positive_number_is_bad_input(project, capsys, value):
-    assert kit(["run", "--cases", "cases.yaml", "--agent", "my_agent:agent", "-q", f"--timeout={value}"]) == 2
+    assert kit(["run", "--cases", "cases.yaml", "--agent", "hostile_agent:agent", "-q", f"--timeout={value}"]) == 2
     err = capsys.readouterr().err
     assert "timeout" in err and ("must be a positive number" in err or "greater than 0" in err), err
     assert not (project / "store.duckdb").exists()  # refused before any run
@@ -146,7 +146,7 @@ def test_a_bad_record_in_the_store_never_sends_later_runs_to_files(project, caps
     bad = {"t": "case", "run_id": run_id, "case_id": "x", "attempt": "zero"}
     store._writer.write_many([])  # opens this process's spool
     os.write(store._writer._open(), (json.dumps(bad) + "\n").encode())
-    assert kit(["run", "--cases", "cases.yaml", "--agent", "my_agent:agent", "-q"]) == 0
+    assert kit(["run", "--cases", "cases.yaml", "--agent", "hostile_agent:agent", "-q"]) == 0
     assert "store unavailable" not in capsys.readouterr().err
     assert not (project / ".kit").exists()  # nothing written to the working directory
     with store.connect() as con:
