@@ -385,8 +385,13 @@ class _Sink:
             except Exception as e:
                 self._store_failed(e)
         if self.store is not None:
+            from kit.store import StoreError
+
             try:
                 self.store.merge()
+            except StoreError as e:  # not a store at all: no reader will see these results
+                print(f"kit run: {e} (the results stay in {self.store.spool})", file=sys.stderr)
+                self.failed = True
             except Exception as e:  # the results are in the spool: the next reader merges them
                 print(f"kit run: {self.store.path}: not merged yet ({type(e).__name__}: {e})", file=sys.stderr)
             self.store.close()

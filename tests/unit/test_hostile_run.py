@@ -152,3 +152,9 @@ def test_a_bad_record_in_the_store_never_sends_later_runs_to_files(project, caps
     with store.connect() as con:
         assert con.execute("SELECT count(*) FROM case_results WHERE case_id = 'greet'").fetchone() == (1,)
         assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (1,)
+
+
+def test_a_run_into_a_store_that_is_not_duckdb_is_exit_2(project, capsys):
+    (project / "store.duckdb").write_bytes(b"not a database at all" * 100)
+    assert kit(["run", "--cases", "cases.yaml", "--agent", "hostile_agent:agent", "-q"]) == 2
+    assert f"{project / 'store.duckdb'}: not a readable DuckDB store" in capsys.readouterr().err
