@@ -50,6 +50,13 @@ def main(args: argparse.Namespace) -> int:
             attempt += 1
         t["attempt"] = attempt
         used.add(attempt)
+    bare = sum(1 for t in traces if _no_content(t))
+    if bare:
+        print(
+            f"kit import: note: {bare} of {len(traces)} run(s) recorded model calls but no messages (content capture "
+            "off, or logged as OTLP log events: give the logs file too): no arguments or answer to check",
+            file=sys.stderr,
+        )
     text = json.dumps(traces[0] if len(traces) == 1 else traces, indent=2, default=str)
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -64,3 +71,8 @@ def main(args: argparse.Namespace) -> int:
         # interpreter's final flush does not complain either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def _no_content(trace: dict) -> bool:
+    kinds = {s.get("kind") for s in trace.get("spans") or [] if isinstance(s, dict)}
+    return "llm" in kinds and "message" not in kinds and trace.get("final_output") is None

@@ -325,3 +325,10 @@ def test_openai_tool_result_that_answers_no_call_is_exit_2():
 def test_forced_trace_format_with_a_non_object_is_exit_2():
     with pytest.raises(KitInputError, match=r"f\.json: trace 1: expected an object, got int"):
         convert([{"case_id": "c"}, 3], "trace", file="f.json")
+
+
+def test_kit_import_says_when_no_content_was_recorded(tmp_path, capsys):
+    assert kit(["import", str(EXPORTS / "genai_v2_nocontent.json"), "-o", str(tmp_path / "t.json")]) == 0
+    assert "note: 2 of 2 run(s) recorded model calls but no messages" in capsys.readouterr().err
+    assert kit(["import", str(EXPORTS / "genai_v2_span.json"), "-o", str(tmp_path / "t.json")]) == 0
+    assert "note:" not in capsys.readouterr().err
