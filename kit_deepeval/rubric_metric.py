@@ -8,6 +8,9 @@ rubric's pass rate falls below its floor, which the eval session checks at the e
   it cannot show as a pass) and the store gets `skipped` with the reason.
 - The judge is down, refuses, or answers something that is not a verdict: `error` naming the judge and its
   endpoint; an error is never a pass.
+- The case or run lacks a field the rubric needs (kit/rubrics.py): the rubric does not apply; no verdict,
+  no row, never an error. `rubric_metrics` leaves such rubrics out; `measure` checks again for test cases
+  built elsewhere.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from kit.case import Case
 from kit.judge import NO_JUDGE_REASON, JudgeConfig
 from kit_deepeval.caselog import CaseLog, SoftVerdict
 from kit_deepeval.judge_model import JudgeError, KitJudgeModel
-from kit_deepeval.rubrics import Rubric, RubricSet
+from kit_deepeval.rubrics import Rubric, RubricSet, case_context, retrieved
 
 # Steps G-Eval drafts from a rubric's criteria, kept per (judge, endpoint, rubric version) for the session:
 # every case is then judged against the same steps, and each case costs one judge call instead of two.
@@ -54,6 +57,13 @@ class RubricMetric(BaseMetric):
 
     def measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
         self.error = None
+        test_case = self._with_needs(test_case)
+        lacking = [p for p in self.rubric.params if getattr(test_case, p, None) in (None, "", [])]
+        if [p for p in lacking if p != "tools_called"]:  # not applicable to this run: no verdict at all
+            self.skipped = True
+            self.score, self.success = None, None
+            self.reason = f"not applicable: the test case has no {', '.join(lacking)}"
+            return None
         if self.judge is None:
             self.skipped = True
             self.score, self.success, self.reason = None, None, self.skip_reason
@@ -96,6 +106,17 @@ class RubricMetric(BaseMetric):
     def is_successful(self) -> bool:
         return self.error is None and bool(self.success)
 
+    def _with_needs(self, test_case: LLMTestCase) -> LLMTestCase:
+        """The test case with the context and retrieval context this rubric shows the judge, from the case
+        and the kit trace it carries (a copy: the other metrics see the test case as built)."""
+        update: dict[str, Any] = {}
+        if "context" in self.rubric.params and test_case.context is None and self.log is not None:
+            update["context"] = case_context(self.log.case) or None
+        trace = getattr(test_case, "kit_trace", None)
+        if "retrieval_context" in self.rubric.params and test_case.retrieval_context is None and trace is not None:
+            update["retrieval_context"] = retrieved(trace) or None
+        return test_case.model_copy(update=update) if update else test_case
+
     def _verdict(self, outcome: str, reason: str, score: float | None, model: KitJudgeModel) -> SoftVerdict:
         calls = model.log.exchanges
         last = calls[-1] if calls else None
@@ -120,5 +141,6 @@ class RubricMetric(BaseMetric):
 def rubric_metrics(
     rubrics: RubricSet, case: Case, judge: JudgeConfig | None, log: CaseLog | None = None
 ) -> list[RubricMetric]:
-    """The rubrics that apply to this case, each a soft-gate metric."""
-    return [RubricMetric(rubric, judge, log) for rubric in rubrics.for_case(case)]
+    """The rubrics that apply to this case, each a soft-gate metric; given the log's trace, to this run."""
+    trace = log.trace if log is not None else None
+    return [RubricMetric(rubric, judge, log) for rubric in rubrics.for_case(case, trace)]
