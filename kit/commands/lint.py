@@ -13,6 +13,8 @@ import regex
 from kit.case import CheckSpec, find_invariants_file, find_upwards, load_invariants, load_suite
 from kit.checks.params import SafeRegex
 from kit.errors import KitInputError
+from kit.rubrics import RubricSet, load_rubrics
+from kit.settings import load_settings
 from kit.toolspec import tool_schemas
 
 # A quantified group that itself holds a quantifier, e.g. (a+)+ or (\w*)*: the classic catastrophic
@@ -23,6 +25,7 @@ _NESTED_QUANTIFIER = regex.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)(?:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a case file or a folder of them")
     parser.add_argument("--tools", metavar="FILE", help="tool schemas (default: the nearest tools.json)")
+    parser.add_argument("--rubrics", metavar="FILE", help="G-Eval rubrics (default: the settings' rubrics file)")
 
 
 def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
@@ -88,6 +91,14 @@ def read_tools(path: Path | None) -> tuple[set[str] | None, KitInputError | None
         return None, KitInputError(f"not a tool list: {e}", file=str(path))
 
 
+def read_rubrics(path: str | None) -> tuple[RubricSet | None, KitInputError | None]:
+    """The rubrics DeepEval applies to these cases (KIT_RUBRICS, [tool.kit] rubrics, golden/rubrics.yaml)."""
+    try:
+        return load_rubrics(path or load_settings().rubrics), None
+    except KitInputError as e:
+        return None, e
+
+
 def main(args: argparse.Namespace) -> int:
     root = Path(args.path)
     suite = load_suite(root)
@@ -105,6 +116,13 @@ def main(args: argparse.Namespace) -> int:
     for case in suite.cases:
         own = [s for s in case.checks if s.invariant is None]
         problems += lint_specs(own, tools, file=case.file, case=case.id, **named)
+    rubrics, problem = read_rubrics(getattr(args, "rubrics", None))
+    if problem is not None:
+        problems.append(problem)
+    elif rubrics is not None:
+        problems += rubrics.lint(suite.cases)  # a rubric attached by id to a case without what it needs
+        for line in rubrics.coverage(suite.cases):
+            print(f"kit lint: note: {line}")
     for p in problems:
         print(f"kit lint: {p}", file=sys.stderr)
     n_checks = sum(len(c.checks) for c in suite.cases)
