@@ -48,6 +48,13 @@ PROBE = """<script>
   out.rows = rows().length;
   var sel = document.getElementById('f-outcome'); sel.value = 'failing'; sel.dispatchEvent(new Event('change'));
   out.failing = rows().map(function (r) { return [r.getAttribute('data-outcome'), r.cells[2].textContent]; });
+  sel.value = ''; sel.dispatchEvent(new Event('change'));
+  var fl = document.getElementById('f-flaky'); fl.checked = true; fl.dispatchEvent(new Event('change'));
+  out.flaky = rows().map(function (r) { return r.getAttribute('data-outcome'); });
+  fl.checked = false; fl.dispatchEvent(new Event('change'));
+  var chk = document.getElementById('f-check'); chk.value = 'called:issue_refund'; chk.dispatchEvent(new Event('change'));
+  out.bycheck = rows().map(function (r) { return r.cells[1].firstChild.textContent; });
+  chk.value = ''; chk.dispatchEvent(new Event('change'));
   var q = document.getElementById('f-search'); q.value = 'refund'; q.dispatchEvent(new Event('input'));
   out.searched = rows().map(function (r) { return r.cells[1].firstChild.textContent; });
   q.value = ''; q.dispatchEvent(new Event('input')); sel.value = ''; sel.dispatchEvent(new Event('change'));
@@ -169,6 +176,7 @@ def test_page_filters_opens_traces_and_lists_flips_in_chromium(tmp_path):
     assert probe["failing"] and all(o != "pass" and c.split("/")[0] != c.split("/")[1] for o, c in probe["failing"])
     assert {c for _, c in probe["failing"]} == {"1/3"}  # refund in kit and deepeval: the only failing rows
     assert probe["searched"] == ["refund", "refund"]
+    assert probe["flaky"] == ["flaky", "flaky"] and probe["bycheck"] == ["refund", "refund"]
     opened = probe["opened"]
     # The failing attempt opens first: its turn 0 called lookup_order, and issue_refund was never called.
     assert opened["tools"] == ["lookup_order"] and '"order_id": "ORD-123456"' in opened["args"][0]
