@@ -126,3 +126,20 @@ def rubric_hash(text: str | Mapping[str, Any]) -> str:
     if not isinstance(text, str):
         text = json.dumps(text, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def judge_failure_lines(by_check: list[Mapping[str, Any]]) -> list[str]:
+    """The summary's word on a judge that failed: per soft check with judge errors (rows of
+    `kit.store.queries.check_tally`), how many cases errored, where, and the judge's own message."""
+    failed = [c for c in by_check if c.get("gate") == "soft" and c.get("errored")]
+    if not failed:
+        return []
+    lines = ["\n== judge FAILED (its errors are no verdict: the hard gates decide; gates.yaml soft.errors)"]
+    for c in failed:
+        what = "red-team attacks" if c.get("redteam") else "cases"
+        reason = " ".join(str(c.get("reason") or "").split())
+        lines.append(
+            f"  {c['check']}: the judge failed on {c['errored']}/{c['cases']} {what} "
+            f"[{', '.join(c.get('sources') or [])}]" + (f": {reason[:160]}" if reason else "")
+        )
+    return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit.judge import judge_failure_lines
 from kit.pipeline.stages import StageResult
 from kit.store import queries as q
 
@@ -68,6 +69,7 @@ def summary_text(data: Collected, results: list[StageResult], report: str | None
             c_n = matrix[case_id].get(s)
             cells.append(f"{'-' if c_n is None else f'{c_n[0]}/{c_n[1]}' + ('' if c_n[0] == c_n[1] else ' !'):>20}")
         lines.append("  " + f"{case_id[:40]:<40}" + "".join(cells))
+    lines += judge_failure_lines(data.by_check)
     if data.failing:
         lines += failing_lines(data, report)
     return "\n".join(lines) + "\n"

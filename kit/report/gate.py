@@ -31,6 +31,9 @@ class SoftPolicy(_Strict):
     default_floor: float = Field(0.8, ge=0, le=1)
     floors: dict[str, float] = Field(default_factory=dict)
     skipped: Literal["ignore", "fail"] = "ignore"
+    # A judge error (the judge was down or answered no verdict) is no verdict on the agent: by default it is
+    # left out of the pass rate and reported, and the hard gates decide; `fail` counts it as a failed verdict.
+    errors: Literal["ignore", "fail"] = "ignore"
 
 
 class BaselinePolicy(_Strict):
@@ -66,8 +69,8 @@ def load_policy(path: Path) -> GatePolicy:
 @dataclass(frozen=True)
 class SoftFloor:
     """A soft gate's pass rate over a run against its floor. The rate counts the verdicts given (pass,
-    fail, error); a skipped verdict counts against it only under `soft: {skipped: fail}`. No verdict
-    given: no rate, neither pass nor fail."""
+    fail); a judge error counts against it only under `soft: {errors: fail}`, a skipped verdict only under
+    `soft: {skipped: fail}`. No verdict given: no rate, neither pass nor fail."""
 
     rubric: str
     passed: int
@@ -76,10 +79,12 @@ class SoftFloor:
     skipped: int
     floor: float
     skipped_fails: bool = False
+    errors_fail: bool = False
 
     @property
     def judged(self) -> int:
-        return self.passed + self.failed + self.errors + (self.skipped if self.skipped_fails else 0)
+        counted = (self.skipped if self.skipped_fails else 0) + (self.errors if self.errors_fail else 0)
+        return self.passed + self.failed + counted
 
     @property
     def rate(self) -> float | None:
@@ -90,6 +95,8 @@ class SoftFloor:
         return self.rate is not None and self.rate < self.floor
 
     def line(self) -> str:
+        if self.rate is None and self.errors:
+            return f"{self.rubric}: the judge failed on all {self.errors} verdicts (no pass rate; not a pass)"
         if self.rate is None:
             return f"{self.rubric}: skipped on all {self.skipped} runs (not a pass)"
         state = "BELOW FLOOR" if self.below_floor else "ok"
@@ -111,6 +118,7 @@ def soft_floors(rows: Iterable[Mapping[str, Any]], policy: GatePolicy) -> list[S
             skipped=int(r["skipped"]),
             floor=policy.soft.floors.get(r["check"], policy.soft.default_floor),
             skipped_fails=policy.soft.skipped == "fail",
+            errors_fail=policy.soft.errors == "fail",
         )
         for r in rows
     ]
@@ -140,7 +148,9 @@ def verdict(
         ):
             fails.append(f"hard {f['outcome']}: case {f['case_id']} check {f['check']} ({f['times']}x): {f['reason']}")
     for f in soft_floors(data.soft, policy):
-        if f.rate is None:
+        if f.errors and not f.errors_fail:
+            notes.append(f"soft gate {f.rubric}: the judge failed on {f.errors} verdicts, left out of its pass rate")
+        if f.rate is None and not f.errors:
             notes.append(f"soft gate {f.rubric}: every verdict skipped ({f.skipped}), no pass rate")
         elif f.below_floor:
             fails.append(

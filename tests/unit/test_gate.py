@@ -109,7 +109,7 @@ def test_the_deepeval_session_and_kit_gate_share_one_floor_rule(store, tmp_path,
     from kit.report.gate import SoftFloor, load_policy
     from kit_deepeval.session import EvalSession, FloorResult
 
-    run_id = _record(store, {"a": True}, soft=["pass", "fail", "error", "skipped"])
+    run_id = _record(store, {"a": True}, soft=["pass", "fail", "fail", "error", "skipped"])
     _gate(store, tmp_path)  # writes the policy file
     policy = load_policy(Path(tmp_path / "gates.yaml"))
     floors = EvalSession(store, run_id, owner=False).floors(policy)

@@ -83,7 +83,12 @@ def test_floor_arithmetic_never_counts_a_skip_as_a_pass() -> None:
     ok = FloorResult("rubric:a", passed=4, failed=1, errors=0, skipped=5, floor=0.8)
     assert ok.rate == 0.8 and not ok.below_floor and "4/5 passed" in ok.line() and "5 skipped" in ok.line()
     low = FloorResult("rubric:a", passed=3, failed=1, errors=1, skipped=0, floor=0.8)
-    assert low.rate == 0.6 and low.below_floor and "BELOW FLOOR" in low.line() and "1 judge errors" in low.line()
+    # A judge error is no verdict on the agent: left out of the rate unless `soft: {errors: fail}`.
+    assert low.rate == 0.75 and low.below_floor and "BELOW FLOOR" in low.line() and "1 judge errors" in low.line()
+    counted = FloorResult("rubric:a", passed=3, failed=1, errors=1, skipped=0, floor=0.8, errors_fail=True)
+    assert counted.rate == 0.6 and counted.below_floor
+    down = FloorResult("rubric:a", passed=0, failed=0, errors=5, skipped=0, floor=0.8)
+    assert down.rate is None and not down.below_floor and "the judge failed on all 5 verdicts" in down.line()
     none = FloorResult("rubric:a", passed=0, failed=0, errors=0, skipped=7, floor=0.8)
     assert none.rate is None and not none.below_floor and "not a pass" in none.line()
     strict = FloorResult("rubric:a", passed=4, failed=0, errors=0, skipped=4, floor=0.8, skipped_fails=True)
