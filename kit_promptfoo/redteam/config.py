@@ -102,6 +102,8 @@ def build(
         "assert": [
             {"type": "javascript", "value": file_ref(ROOT / "kit_promptfoo" / "oracle_assert.cjs", out) + ":get_assert"}
         ],
+        # The red team's LLM graders (with a judge configured) ask it from inside Promptfoo: see grader.cjs.
+        "options": {"provider": "file://" + (ROOT / "kit_promptfoo" / "redteam" / "grader.cjs").resolve().as_posix()},
     }
     config["extensions"] = [
         file_ref(ROOT / "kit_promptfoo" / "redteam" / "hooks.py", out) + ":beforeAll",
