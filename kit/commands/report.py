@@ -41,6 +41,20 @@ def _resolve_pair(con, a: str, b: str, source: str | None) -> tuple[str, str]:
     return q.resolve_run(con, a, src), q.resolve_run(con, b, src)
 
 
+def _choose(con, args: argparse.Namespace) -> tuple[list[str], tuple[str, str] | None]:
+    """The runs the page holds, and the two put side by side: --compare's, else the run and its baseline."""
+    from kit.report import page_data as pd
+    from kit.store import queries as q
+
+    if args.compare:
+        pair = _resolve_pair(con, *args.compare, args.source)
+        return ([q.resolve_run(con, r) for r in args.runs] if args.runs else list(dict.fromkeys(pair))), pair
+    run_id = q.resolve_run(con, args.run, args.source)
+    base = q.baseline_run(con, run_id)
+    runs = [q.resolve_run(con, r) for r in args.runs] if args.runs else pd.batch(con, run_id)
+    return runs, ((base, run_id) if base else None)
+
+
 def _tags(args: argparse.Namespace) -> dict[str, list[str]]:
     from kit.errors import KitInputError
     from kit.report.page_data import case_tags
@@ -68,33 +82,22 @@ def main(args: argparse.Namespace) -> int:
         print(f"kit report: no store at {store.path} (run the evals first, or set KIT_STORE)", file=sys.stderr)
         return 2
     tags = _tags(args) if args.html else {}
+    page = side = None
     try:
         with store.connect() as con:
-            pair = _resolve_pair(con, *args.compare, args.source) if args.compare else None
-            if args.runs:
-                run_ids = [q.resolve_run(con, r) for r in args.runs]
-            elif pair:
-                run_ids = list(dict.fromkeys(pair))
-            if pair is None:
-                run_id = q.resolve_run(con, args.run, args.source)
-                base = q.baseline_run(con, run_id)
-                pair = (base, run_id) if base else None
-                if not args.runs:
-                    run_ids = pd.batch(con, run_id)
-            side = pd.side_by_side(con, *pair, k=args.k) if pair and (args.md or args.compare) else None
-            page = (
-                html.render(html.gather(con, run_ids, k=args.k, compare=pair, tags=tags, recent=args.recent))
-                if args.html
-                else None
-            )
+            if args.html or args.md or args.compare:
+                run_ids, pair = _choose(con, args)
+                side = pd.side_by_side(con, *pair, k=args.k) if pair else None
+            if args.html:
+                page = html.render(html.gather(con, run_ids, k=args.k, side=side, tags=tags, recent=args.recent))
             if args.compare:
                 cmp = q.compare(con, *pair)
                 shown = text.render_comparison(cmp, q.run_info(con, pair[0]), q.run_info(con, pair[1]))
+        if not args.compare:  # a store session of its own, after the one above has let the lock go
+            shown = text.render(gather(store, args.run, k=args.k, source=args.source, recent=args.recent))
     except q.RunNotFound as e:
         print(f"kit report: {store.path}: {e}", file=sys.stderr)
         return 2
-    if not args.compare:
-        shown = text.render(gather(store, args.run, k=args.k, source=args.source, recent=args.recent))
     print(shown)
     if page is not None:
         _write(Path(args.html), page)

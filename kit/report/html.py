@@ -36,7 +36,7 @@ def gather(
     run_ids: list[str],
     *,
     k: int = 2,
-    compare: tuple[str, str] | None = None,
+    side: pd.SideBySide | None = None,
     tags: dict[str, list[str]] | None = None,
     recent: int = 20,
     title: str | None = None,
@@ -52,7 +52,6 @@ def gather(
         seen.add(key)
         name = f"{r['display_source']} · {r.get('agent') or 'reference agent'} · {r['cases']} cases"
         trends.append((name, pd.trend(con, r, recent)))
-    side = pd.side_by_side(con, *compare, k=k) if compare else None
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return Page(title or _title(runs, side), payload, runs, trends, side, now)
 
