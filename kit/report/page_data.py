@@ -71,7 +71,8 @@ def batch(con: duckdb.DuckDBPyConnection, run_id: str, window: dt.timedelta = BA
     rows = con.execute(
         """SELECT run_id FROM (
              SELECT run_id, started_at, row_number() OVER (
-               PARTITION BY source, coalesce(agent, '') ORDER BY started_at DESC, run_id DESC) AS nth
+               PARTITION BY source, coalesce(agent, ''), starts_with(coalesce(model, ''), 'control-')
+               ORDER BY started_at DESC, run_id DESC) AS nth
              FROM runs WHERE started_at BETWEEN ? AND ?
                AND NOT (source = ? AND coalesce(agent, '') = coalesce(?, '')))
            WHERE nth = 1 ORDER BY started_at, run_id""",

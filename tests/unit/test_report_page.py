@@ -57,11 +57,12 @@ def test_batch_holds_each_source_once_and_never_another_agent(tmp_path):
     de = _run(store, "deepeval", {"c": [1]})
     golden = _run(store, "promptfoo", {"c": [1]}, agent="golden eval")
     red = _run(store, "promptfoo", {"redteam/a/basic": [1]}, agent="red team")
+    control = _run(store, "promptfoo", {"redteam/a/basic": [0]}, agent="red team", model="control-obey")
     with store.connect() as con:
         chosen = pd.batch(con, kit_run)
         shown = {r["run_id"]: r["display_source"] for r in pd.runs_info(con, chosen)}
-    assert chosen == [kit_run, de, golden, red] and old not in chosen and other not in chosen
-    assert [shown[r] for r in chosen] == ["kit", "deepeval", "promptfoo", "redteam"]
+    assert chosen == [kit_run, de, golden, red, control] and old not in chosen and other not in chosen
+    assert [shown[r] for r in chosen] == ["kit", "deepeval", "promptfoo", "redteam", "redteam"]
 
 
 def test_trend_is_one_agent_and_one_case_set(tmp_path):
