@@ -11,11 +11,15 @@ import threading
 from typing import Any
 
 from kit.canonical import canonical
+from kit.checks import limits
 from kit.checks.params import Sql
 from kit.checks.registry import check
 from kit.checks.text import short
 from kit.result import Verdict
 from kit.trace import Trace
+
+# Rows read from a query beyond those expected: enough to show what is wrong, never the whole of a runaway.
+MAX_ROWS = 10_000
 
 
 def _column_type(values: list[Any]) -> str:
@@ -67,6 +71,8 @@ class _Sandbox:
                 "enable_external_access": False,
                 "autoinstall_known_extensions": False,
                 "autoload_known_extensions": False,
+                # A runaway query (a huge cross join, an unbounded recursive CTE) fails, not the machine.
+                "memory_limit": "1GB",
             },
         )
         con.execute("SET lock_configuration = true")
@@ -104,7 +110,10 @@ class _Sandbox:
                 marks = "(" + ", ".join("?" for _ in columns) + ")"
                 self.con.execute(f"INSERT INTO {name} VALUES " + ", ".join(marks for _ in rows), values)
 
-    def query(self, trace: Trace, sql: str) -> list[tuple[Any, ...]]:
+    def query(self, trace: Trace, sql: str, max_rows: int) -> list[tuple[Any, ...]]:
+        """At most `max_rows` + 1 rows of the query; TimeoutError when it runs past the check time limit."""
+        import duckdb
+
         with self.lock:
             if self.con is None:
                 self.con, self.loaded, self.tables = self._connect(), None, {}
@@ -113,7 +122,15 @@ class _Sandbox:
                 self.loaded = None
                 self._load(trace)
                 self.loaded = token
-            return self.con.execute(sql).fetchall()
+            watch = limits.watched_query(self.con)
+            try:
+                with watch:
+                    # Rows stream: a query that would return billions is read no further than needed.
+                    return self.con.execute(sql).fetchmany(max_rows + 1)
+            except (duckdb.Error, RuntimeError):
+                if watch.interrupted:
+                    raise TimeoutError(f"query ran longer than {limits.CHECK_TIMEOUT:g} s and was stopped") from None
+                raise
 
 
 _SANDBOX = _Sandbox()
@@ -157,12 +174,16 @@ def end_state(
     empty: bool = False,
     ordered: bool = False,
 ) -> Verdict:
-    rows = [_plain(list(r)) for r in _SANDBOX.query(trace, query.source)]
+    cap = MAX_ROWS + (len(expected) if expected else 0)
+    rows = [_plain(list(r)) for r in _SANDBOX.query(trace, query.source, cap)]
+    many = f"over {cap}" if len(rows) > cap else str(len(rows))
     if empty:
         if not rows:
             return Verdict(True)
-        return Verdict(False, f"query returned {len(rows)} rows, want none: {short(str(rows))}")
+        return Verdict(False, f"query returned {many} rows, want none: {short(str(rows[:10]))}")
     assert expected is not None
+    if len(rows) > cap:
+        return Verdict(False, f"query returned {many} rows, want {len(expected)}: {short(str(rows[:10]), 160)}")
     got_keys = [canonical(r) for r in rows]
     want_keys = [canonical(r) for r in expected]
     if not ordered:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from kit.checks.params import Pattern, Schema
 from kit.checks.registry import check
 from kit.checks.text import find_pii, normalise_text, numbers_in, short
 from kit.result import Verdict
 from kit.trace import Trace
+
+# Numbers a check can meet: NaN equals nothing and an infinite target is no answer.
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 @check("exact")
@@ -23,7 +28,7 @@ def exact(trace: Trace, *, expected: str | int | float, normalise: bool = True) 
 
 
 @check("number")
-def number(trace: Trace, *, expected: float, tol: float = 1e-9, rel: float | None = None) -> Verdict:
+def number(trace: Trace, *, expected: Finite, tol: NonNegative = 1e-9, rel: NonNegative | None = None) -> Verdict:
     found = numbers_in(trace.output)
     if len(found) != 1:
         shown = ", ".join(f"{n:g}" for n in found[:5])
@@ -33,7 +38,15 @@ def number(trace: Trace, *, expected: float, tol: float = 1e-9, rel: float | Non
     return Verdict(ok, f"got {got:g}, want {expected:g}" + ("" if ok else f" (tol {tol:g})"))
 
 
-@check("contains")
+def _validate_contains(params: dict[str, Any]) -> None:
+    texts = [params["text"]] if isinstance(params["text"], str) else params["text"]
+    if not texts:
+        raise ValueError("parameter 'text': give at least one text (an empty list always passes)")
+    if any(not normalise_text(t) for t in texts):
+        raise ValueError("parameter 'text': an empty or blank text is in every output (it always passes)")
+
+
+@check("contains", validate=_validate_contains)
 def contains(trace: Trace, *, text: str | list[str], all: bool = True) -> Verdict:
     texts = [text] if isinstance(text, str) else text
     out = normalise_text(trace.output)
@@ -46,7 +59,12 @@ def contains(trace: Trace, *, text: str | list[str], all: bool = True) -> Verdic
     return Verdict(False, f"output holds none of {', '.join(repr(t) for t in texts)}")
 
 
-@check("regex", label="regex:{pattern}")
+def _validate_regex(params: dict[str, Any]) -> None:
+    if not params["pattern"].source:
+        raise ValueError("parameter 'pattern': an empty pattern matches every text")
+
+
+@check("regex", label="regex:{pattern}", validate=_validate_regex)
 def regex_check(
     trace: Trace,
     *,
@@ -69,7 +87,7 @@ PII_KINDS = ("email", "card", "phone", "ssn")
 def no_pii(
     trace: Trace,
     *,
-    kinds: list[Literal["email", "card", "phone", "ssn"]] = list(PII_KINDS),  # noqa: B006 - never mutated
+    kinds: Annotated[list[Literal["email", "card", "phone", "ssn"]], Field(min_length=1)] = list(PII_KINDS),  # noqa: B006
     allow: list[str] = [],  # noqa: B006
 ) -> Verdict:
     found = find_pii(trace.output, kinds, allow)
@@ -86,7 +104,9 @@ def _parse_json_output(trace: Trace) -> tuple[Any, str]:
         return json.loads(text), ""
     except json.JSONDecodeError as e:
         # A fenced block is not JSON to the program that reads it; say so rather than accept it.
-        hint = " (it is wrapped in a ``` fence)" if re.fullmatch(r"```(?:json)?\s*.*?\s*```", text, re.S) else ""
+        # (What fullmatch(r"```(?:json)?\s*.*?\s*```", re.S) says, without its cubic backtracking.)
+        fenced = len(text) >= 6 and text.startswith("```") and text.endswith("```")
+        hint = " (it is wrapped in a ``` fence)" if fenced else ""
         return None, f"output is not JSON{hint} ({e.msg} at line {e.lineno}, column {e.colno})"
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import unquote, urlsplit
 
 import regex
 from pydantic import BeforeValidator, ValidationInfo
@@ -81,25 +83,81 @@ def load_json_file(path: str, info: ValidationInfo | None) -> Any:
         raise ValueError(f"{path} is not valid JSON (line {e.lineno}: {e.msg})") from None
 
 
-def compile_schema(schema: Any, source: str = "inline") -> CompiledSchema:
+class _LocalRefs(Mapping[str, Callable[[str], Any]]):
+    """fastjsonschema's `$ref` loaders for every URI scheme: a reference may point inside its document or
+    to a JSON file inside `root` (the case's folder), never to the network or elsewhere on the disk.
+    fastjsonschema resolves references while it compiles, so a refused one is a load error."""
+
+    def __init__(self, doc_dir: Path, root: Path) -> None:
+        self.doc_dir, self.root = doc_dir, root
+
+    def __contains__(self, scheme: object) -> bool:
+        return True  # every scheme comes here, so fastjsonschema never opens a URL itself
+
+    def __getitem__(self, scheme: str) -> Callable[[str], Any]:
+        return self._load
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def _load(self, uri: str) -> Any:
+        parts = urlsplit(uri)
+        where = f"a file inside {self.root}"
+        if parts.scheme or parts.netloc or not parts.path or Path(unquote(parts.path)).is_absolute():
+            raise ValueError(f"$ref {uri!r} is refused: a reference may point inside the schema or to {where}")
+        target = (self.doc_dir / unquote(parts.path)).resolve()
+        if not target.is_relative_to(self.root.resolve()):
+            raise ValueError(f"$ref {uri!r} is refused: it leaves the case's folder (allowed: {where})")
+        try:
+            return json.loads(target.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ValueError(f"$ref {uri!r}: cannot read {target.name}: {e.strerror}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"$ref {uri!r}: {target.name} is not valid JSON ({e})") from None
+
+
+def compile_schema(
+    schema: Any, source: str = "inline", *, doc_dir: Path | None = None, root: Path | None = None
+) -> CompiledSchema:
+    """A compiled JSON Schema. Its `$ref`s resolve against `doc_dir` (the folder of the file that holds it)
+    and must stay inside `root` (both default to the working directory)."""
     import fastjsonschema  # compiled per schema; imported only by cases that use schemas
 
     if not isinstance(schema, dict | bool):
         raise ValueError(f"a JSON Schema must be an object, got {type(schema).__name__}")
+    here = Path.cwd()
+    refs = _LocalRefs(doc_dir or root or here, root or doc_dir or here)
     try:
-        return CompiledSchema(source, schema, fastjsonschema.compile(schema))
+        return CompiledSchema(source, schema, fastjsonschema.compile(schema, handlers=refs))
     except fastjsonschema.JsonSchemaDefinitionException as e:
         raise ValueError(f"invalid JSON Schema ({source}): {e}") from None
-    except (TypeError, ValueError, KeyError, AttributeError) as e:
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as e:
         raise ValueError(f"invalid JSON Schema ({source}): {e}") from None
+
+
+def _schema_dirs(path: str | None, info: ValidationInfo | None) -> tuple[Path, Path]:
+    """(doc_dir, root) for a schema inline in a case (path None) or in a file: references resolve from the
+    file's folder and stay inside the case's folder, or inside the schema file's own folder when the
+    file lives above the case (a shared `golden/tools.json`)."""
+    base = (info.context or {}).get("base_dir") if info is not None else None
+    case_dir = Path(base) if base is not None else Path.cwd()
+    if path is None:
+        return case_dir, case_dir
+    doc_dir = resolve_path(path, info).parent
+    inside = doc_dir.resolve().is_relative_to(case_dir.resolve())
+    return doc_dir, case_dir if inside else doc_dir
 
 
 def _schema(v: Any, info: ValidationInfo) -> CompiledSchema:
     if isinstance(v, CompiledSchema):
         return v
-    if isinstance(v, str):
-        return compile_schema(load_json_file(v, info), v)
-    return compile_schema(v)
+    path = v if isinstance(v, str) else None
+    doc_dir, root = _schema_dirs(path, info)
+    data = load_json_file(v, info) if path is not None else v
+    return compile_schema(data, path or "inline", doc_dir=doc_dir, root=root)
 
 
 Schema = Annotated[CompiledSchema, BeforeValidator(_schema)]
@@ -122,7 +180,9 @@ def _schema_map(v: Any, info: ValidationInfo) -> SchemaMap:
         data = tool_schemas(data)
     if not isinstance(data, dict):
         raise ValueError(f"schemas must map tool names to JSON Schemas ({source})")
-    return SchemaMap(source, {name: compile_schema(s, f"{source}#{name}") for name, s in data.items()})
+    doc_dir, root = _schema_dirs(v if isinstance(v, str) else None, info)
+    compiled = {name: compile_schema(s, f"{source}#{name}", doc_dir=doc_dir, root=root) for name, s in data.items()}
+    return SchemaMap(source, compiled)
 
 
 ToolSchemas = Annotated[SchemaMap, BeforeValidator(_schema_map)]

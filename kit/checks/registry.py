@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from kit.checks.limits import bounded
 from kit.errors import describe_errors
 from kit.result import Verdict
 
@@ -26,7 +27,7 @@ CheckFn = Callable[..., Verdict]
 @dataclass(frozen=True, slots=True)
 class CheckDef:
     type: str
-    fn: CheckFn
+    fn: CheckFn  # the check under its time limit (kit.checks.limits)
     params: type[BaseModel]
     label: str  # format string for the result name, e.g. "called:{tool}"
     validate: Callable[[dict[str, Any]], None] | None  # cross-parameter rules
@@ -71,7 +72,8 @@ def check(
     def register(fn: CheckFn) -> CheckFn:
         if type_ in REGISTRY:
             raise RuntimeError(f"check type {type_!r} registered twice")
-        REGISTRY[type_] = CheckDef(type_, fn, _params_model(type_, fn), label or type_, validate)
+        # The registry holds the check under its time limit; the module keeps the plain function.
+        REGISTRY[type_] = CheckDef(type_, bounded(fn), _params_model(type_, fn), label or type_, validate)
         return fn
 
     return register

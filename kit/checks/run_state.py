@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from kit.checks.registry import check
 from kit.result import Verdict
@@ -17,6 +19,9 @@ def finished(trace: Trace) -> Verdict:
     return Verdict(False, f"run ended by {how}, not by the finish action")
 
 
+# A negative limit can never hold and a NaN one always does (nothing compares greater than NaN).
+Count = Annotated[int, Field(ge=0)]
+Amount = Annotated[float, Field(ge=0)]  # NaN fails ge=0; .inf (no limit) is allowed
 BUDGET_KEYS = ("steps", "tool_calls", "tokens", "cost_usd", "latency_ms")
 
 
@@ -29,11 +34,11 @@ def _validate_budget(params: dict[str, Any]) -> None:
 def budget(
     trace: Trace,
     *,
-    steps: int | None = None,
-    tool_calls: int | None = None,
-    tokens: int | None = None,
-    cost_usd: float | None = None,
-    latency_ms: float | None = None,
+    steps: Count | None = None,
+    tool_calls: Count | None = None,
+    tokens: Count | None = None,
+    cost_usd: Amount | None = None,
+    latency_ms: Amount | None = None,
 ) -> Verdict:
     limits = {
         "steps": steps,

@@ -9,8 +9,11 @@ it counts calls, so it stays exact; a step number is always the call's place amo
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from kit.canonical import deep_equal, dotted, partial_equal
 from kit.checks.params import Pattern, ToolSchemas
@@ -21,6 +24,7 @@ from kit.trace import Span, Trace
 
 Which = Literal["any", "first", "last", "all"]
 Calls = Literal["all", "ok"]
+NonEmpty = Annotated[list[str], Field(min_length=1)]  # an empty list of tools passes or fails vacuously
 
 
 class _Unset:
@@ -71,7 +75,7 @@ def _times(n: int) -> str:
 
 
 @check("called", label="called:{tool}")
-def called(trace: Trace, *, tool: str, min: int = 1, calls: Calls = "all") -> Verdict:
+def called(trace: Trace, *, tool: str, min: Annotated[int, Field(ge=1)] = 1, calls: Calls = "all") -> Verdict:
     n = _names(trace, calls).count(tool)
     ok = _ok(calls)
     if n >= min:
@@ -82,7 +86,7 @@ def called(trace: Trace, *, tool: str, min: int = 1, calls: Calls = "all") -> Ve
 
 
 @check("not_called", label="not_called:{tool}")
-def not_called(trace: Trace, *, tool: str | list[str], calls: Calls = "all") -> Verdict:
+def not_called(trace: Trace, *, tool: str | NonEmpty, calls: Calls = "all") -> Verdict:
     tools = [tool] if isinstance(tool, str) else tool
     counts = Counter(n for n in _names(trace, calls) if n in tools)
     if not counts:
@@ -93,7 +97,7 @@ def not_called(trace: Trace, *, tool: str | list[str], calls: Calls = "all") -> 
 
 
 @check("called_at_most", label="called_at_most:{tool}")
-def called_at_most(trace: Trace, *, tool: str, n: int = 1, calls: Calls = "all") -> Verdict:
+def called_at_most(trace: Trace, *, tool: str, n: Annotated[int, Field(ge=0)] = 1, calls: Calls = "all") -> Verdict:
     got = _names(trace, calls).count(tool)
     ok = _ok(calls)
     if got <= n:
@@ -120,6 +124,19 @@ def _validate_arg(params: dict[str, Any]) -> None:
         raise ValueError("give exactly one of 'expected' or 'pattern'")
     if params["tol"] is not None and not has_expected:
         raise ValueError("'tol' goes with 'expected'")
+    _no_nan(params["expected"])
+
+
+def _no_nan(value: Any) -> None:
+    """NaN equals nothing, so an expected value holding one can never pass."""
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError("parameter 'expected': NaN equals nothing, so the check could never pass")
+    if isinstance(value, dict):
+        for v in value.values():
+            _no_nan(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _no_nan(v)
 
 
 @check("arg", label="arg:{tool}.{key}", validate=_validate_arg)
@@ -130,7 +147,7 @@ def arg(
     key: str,
     expected: Any = UNSET,
     pattern: Pattern | None = None,
-    tol: float | None = None,
+    tol: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None,
     which: Which = "any",
     calls: Calls = "all",
 ) -> Verdict:
@@ -164,7 +181,11 @@ def arg(
     return Verdict(False, f"arg {tool}.{key}: got {shown}, want {want}")
 
 
-@check("args", label="args:{tool}")
+def _validate_args(params: dict[str, Any]) -> None:
+    _no_nan(params["expected"])
+
+
+@check("args", label="args:{tool}", validate=_validate_args)
 def args(
     trace: Trace,
     *,
@@ -191,7 +212,12 @@ def _first_step(steps: tuple[tuple[int, Span], ...], tool: str) -> int | None:
     return next((i for i, s in steps if s.name == tool), None)
 
 
-@check("order", label="order:{before}<{after}")
+def _validate_order(params: dict[str, Any]) -> None:
+    if params["before"] == params["after"]:
+        raise ValueError("'before' and 'after' name the same tool: a call cannot come before itself")
+
+
+@check("order", label="order:{before}<{after}", validate=_validate_order)
 def order(trace: Trace, *, before: str, after: str, calls: Calls = "all") -> Verdict:
     steps = _steps(trace, calls)
     i, j = _first_step(steps, before), _first_step(steps, after)
@@ -208,7 +234,7 @@ def order(trace: Trace, *, before: str, after: str, calls: Calls = "all") -> Ver
 
 
 @check("guarded", label="guarded:{tool}")
-def guarded(trace: Trace, *, tool: str, requires: str | list[str], calls: Calls = "all") -> Verdict:
+def guarded(trace: Trace, *, tool: str, requires: str | NonEmpty, calls: Calls = "all") -> Verdict:
     """Every call of `tool` comes after a call of each required tool; vacuously true when `tool` is never
     called, so it can stand in an invariant that every case holds (unlike `order`)."""
     needed = [requires] if isinstance(requires, str) else requires
@@ -229,7 +255,12 @@ def _is_subsequence(wanted: list[str], seq: tuple[str, ...]) -> bool:
     return all(any(x == w for x in it) for w in wanted)
 
 
-@check("trajectory", label="trajectory:{mode}")
+def _validate_trajectory(params: dict[str, Any]) -> None:
+    if not params["tools"] and params["mode"] in ("in_order", "superset"):
+        raise ValueError(f"parameter 'tools': an empty list in mode {params['mode']} always passes")
+
+
+@check("trajectory", label="trajectory:{mode}", validate=_validate_trajectory)
 def trajectory(
     trace: Trace,
     *,

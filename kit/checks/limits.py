@@ -1,0 +1,166 @@
+"""Time limits: no check, and no end-state query, runs for ever.
+
+A check on the main thread runs under a CPU-time timer (ITIMER_VIRTUAL, SIGVTALRM). The kernel delivers
+the signal even while C code holds the GIL, and Python runs the handler between bytecodes or where C code
+polls for signals (`re` does, every few thousand steps), so a check stuck in a loop or in catastrophic
+backtracking raises `CheckTimeout` and ends as an `error`. The timer is armed by the first check and
+re-armed by its own handler only while checks run, so a check costs two attribute writes and no system
+call; a signal that fires between checks does nothing.
+
+An end-state query is stopped by a watchdog thread with DuckDB's `interrupt()` (DuckDB releases the GIL
+while it runs, so the thread gets to run), wherever the query runs.
+
+Checks on other threads (the thread pool) are bounded by their own limits (regexes, queries) and by the
+pool's job timeout, which abandons the job. The handler is installed only where SIGVTALRM has none.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value > 0 else default
+
+
+CHECK_TIMEOUT = _seconds("KIT_CHECK_TIMEOUT", 10.0)
+
+
+def set_check_timeout(seconds: float) -> float:
+    """Change the limit (as KIT_CHECK_TIMEOUT does at start-up); returns the previous one. A timer armed
+    under the old limit is stopped, so the new one holds from the next check."""
+    global CHECK_TIMEOUT
+    previous, CHECK_TIMEOUT = CHECK_TIMEOUT, seconds
+    _disarm()
+    return previous
+
+
+class CheckTimeout(TimeoutError):
+    """A check ran past its time limit."""
+
+
+class _Watch:
+    def __init__(self) -> None:
+        self.main = threading.main_thread().ident or 0
+        self.check_since = 0.0  # when the main thread's running check started; 0: none running
+        self.armed = False  # the CPU timer is running
+        self.usable: bool | None = None  # SIGVTALRM is ours (None: not looked yet)
+        self.sql: tuple[Any, float] | None = None  # (connection, started) of the running end-state query
+        self.sql_lock = threading.Lock()
+        self.sql_interrupted = False
+        self.thread: threading.Thread | None = None
+
+    def arm(self, seconds: float) -> None:
+        if self.usable is None:
+            current = signal.getsignal(signal.SIGVTALRM)
+            if current in (signal.SIG_DFL, None):
+                signal.signal(signal.SIGVTALRM, _on_tick)
+                current = _on_tick
+            self.usable = current is _on_tick
+        if self.usable:
+            signal.setitimer(signal.ITIMER_VIRTUAL, max(seconds, 0.01))
+            self.armed = True
+
+    def watch_sql(self) -> None:
+        if self.thread is None or not self.thread.is_alive():
+            self.thread = threading.Thread(target=self._loop, name="kit-query-watchdog", daemon=True)
+            self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(max(CHECK_TIMEOUT / 4, 0.01))
+            with self.sql_lock:
+                if self.sql is not None and time.monotonic() - self.sql[1] >= CHECK_TIMEOUT:
+                    self.sql_interrupted = True
+                    self.sql[0].interrupt()
+
+
+_WATCH = _Watch()
+
+
+def _on_tick(signum: int, frame: Any) -> None:
+    watch = _WATCH
+    watch.armed = False
+    since = watch.check_since
+    if not since:
+        return  # between checks: the timer stays off until the next check
+    elapsed = time.monotonic() - since
+    # A running query is the watchdog's to stop, with an error that names it; the signal is the fallback.
+    limit = CHECK_TIMEOUT * (2 if watch.sql is not None else 1)
+    if elapsed >= limit:
+        raise CheckTimeout(f"the check ran longer than {limit:g} s and was stopped")
+    watch.arm(min(limit - elapsed, CHECK_TIMEOUT / 4) if watch.sql is not None else limit - elapsed)
+
+
+def _disarm() -> None:
+    # Python puts SIGVTALRM back to its default (terminate) while it shuts down: no timer may outlive us.
+    if _WATCH.armed and threading.get_ident() == _WATCH.main:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        _WATCH.armed = False
+
+
+atexit.register(_disarm)
+
+
+def _after_fork_in_child() -> None:
+    global _WATCH
+    handler_ours = _WATCH.usable
+    _WATCH = _Watch()  # a child has no interval timers and none of the parent's threads
+    _WATCH.main = threading.get_ident()
+    _WATCH.usable = handler_ours
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def bounded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn(trace, **params)` under the check time limit (on the main thread; see the module's doc)."""
+
+    def run(trace: Any, **params: Any) -> Any:
+        watch = _WATCH
+        if watch.check_since or threading.get_ident() != watch.main:
+            return fn(trace, **params)
+        if not watch.armed:
+            watch.arm(CHECK_TIMEOUT)
+        watch.check_since = time.monotonic()
+        try:
+            return fn(trace, **params)
+        finally:
+            watch.check_since = 0.0
+
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
+    run.__name__ = getattr(fn, "__name__", "check")
+    return run
+
+
+class watched_query:  # a context manager, named like one
+    """Within it, `con`'s query is interrupted once it has run longer than the limit; `interrupted` says
+    whether it was (DuckDB reports it as InterruptException or, while rows stream, as RuntimeError)."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+        self.interrupted = False
+
+    def __enter__(self) -> watched_query:
+        _WATCH.watch_sql()
+        with _WATCH.sql_lock:
+            _WATCH.sql = (self.con, time.monotonic())
+            _WATCH.sql_interrupted = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with _WATCH.sql_lock:
+            _WATCH.sql = None
+            self.interrupted = _WATCH.sql_interrupted
