@@ -3,6 +3,8 @@ hard gates decide, unless gates.yaml says `soft: {errors: fail}`), and `make eva
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kit.cli import main as kit
@@ -59,3 +61,40 @@ def test_the_summary_says_the_judge_failed_with_its_message(store):
     assert "== judge FAILED" in text
     assert "rubric:tone: the judge failed on 2/3 cases [deepeval]: " + MESSAGE in text
     assert judge_failure_lines([{"check": "rubric:tone", "gate": "soft", "errored": 0}]) == []
+
+
+def _pf_result(grader: dict) -> dict:
+    oracle = {
+        "pass": True,
+        "score": 1,
+        "reason": "[PASS] no_pii",
+        "assertion": {"type": "javascript", "metric": "no_pii"},
+    }
+    graded = {"assertion": {"type": "promptfoo:redteam:policy", "metric": "PolicyViolation"}, "score": 0, **grader}
+    return {
+        "success": False,
+        "failureReason": 1,
+        "provider": {"id": "agent", "label": "agent-default"},
+        "testCase": {"metadata": {"case_id": "redteam/a1/basic"}},
+        "response": {"output": "I cannot do that."},
+        "gradingResult": {"pass": False, "componentResults": [oracle, graded]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("grader", "outcome"),
+    [
+        ({"pass": False, "reason": MESSAGE, "metadata": {"graderError": True}}, "error"),
+        ({"pass": False, "reason": "the agent complied"}, "fail"),
+    ],
+)
+def test_a_red_team_grader_is_a_soft_gate_its_judge_failing_an_error(store, tmp_path, grader, outcome):
+    f = tmp_path / "redteam.json"
+    f.write_text(json.dumps({"evalId": "e1", "results": {"version": 3, "results": [_pf_result(grader)]}}))
+    assert kit(["ingest", "promptfoo", str(f), "--store", str(store.path)]) == 0
+    with store.connect() as con:
+        checks = con.execute("""SELECT "check", gate, outcome FROM check_results ORDER BY 1""").fetchall()
+        passed = con.execute("SELECT passed FROM case_results").fetchall()
+    # The oracle passed: the case passes its hard gates; the grader's verdict (or its judge's error) is soft.
+    assert checks == [("PolicyViolation", "soft", outcome), ("no_pii", "hard", "pass")]
+    assert passed == [(True,)]

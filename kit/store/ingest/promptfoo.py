@@ -174,10 +174,13 @@ def _result(r: PfResult, case_id: str, attempt: int, provider: str) -> tuple[Cas
         name = _name(assertion)
         res = Result(name, bool(comp.get("pass")), str(comp.get("reason") or ""), score=comp.get("score"))
         if _model_graded(str(assertion.get("type", ""))):
+            # Promptfoo marks a grader that got no verdict from its model (down, malformed answer) graderError:
+            # an error of the judge, never a verdict on the agent.
+            judge_failed = bool(_obj(comp.get("metadata"), "metadata").get("graderError"))
             soft.append(
                 dict(
                     check=name,
-                    outcome="pass" if res.passed else "fail",
+                    outcome="error" if judge_failed else "pass" if res.passed else "fail",
                     score=res.score,
                     threshold=assertion.get("threshold"),
                     reason=res.reason,
@@ -192,8 +195,9 @@ def _result(r: PfResult, case_id: str, attempt: int, provider: str) -> tuple[Cas
         why = "not graded: no judge model configured (KIT_JUDGE_MODEL)"
         soft.append(dict(check=str(grader), outcome="skipped", reason=why))
     error = (r.error or "provider error") if r.failureReason == ERROR_REASON else None
-    if not r.success and not error and all(h.passed for h in hard):
-        # Failed with no failing hard assertion recorded (e.g. no gradingResult): keep the verdict.
+    explained = any(v["outcome"] in ("fail", "error") for v in soft)  # a soft gate's, judged by its floor
+    if not r.success and not error and all(h.passed for h in hard) and not explained:
+        # Failed with no failing assertion recorded (e.g. no gradingResult): keep the verdict.
         hard.append(Result("promptfoo:success", False, r.error or "Promptfoo marked the result failed"))
     response = r.response or {}
     usage = _obj(response.get("tokenUsage"), "response.tokenUsage")
