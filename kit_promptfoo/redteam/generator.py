@@ -24,8 +24,9 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         # Promptfoo asks for named entities to keep out of its graders' way; the corpus names none.
         return {"output": ""}
     if not found:
-        # Promptfoo 0.123.1 sends its red-team graders' requests to `redteam.provider` too (whatever
-        # provider an assertion names): with a judge configured they go to the kit's one judge.
+        # A grader's request: the kit's configs send those to grader.cjs (in-process; here each one would
+        # cost a new Python worker pool), but a config without `defaultTest.options.provider` sends them
+        # to `redteam.provider`: with a judge configured they go to the kit's one judge all the same.
         judged = _ask_judge(prompt or "")
         if judged is not None:
             return judged
