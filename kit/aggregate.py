@@ -23,6 +23,19 @@ def pass_at_k(c: int, n: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
+def _ratios(m: int, n: int) -> list[float]:
+    """C(m,k)/C(n,k) for k = 1..n, exactly as `pass_hat_k` computes them: the binomials are carried from
+    one k to the next (C(n,k) = C(n,k-1)*(n-k+1)/k), not recomputed, so n runs cost O(n) big-integer
+    steps instead of O(n^2)."""
+    out = []
+    top, bottom = 1, 1
+    for k in range(1, n + 1):
+        top = top * (m - k + 1) // k if k <= m else 0
+        bottom = bottom * (n - k + 1) // k
+        out.append(top / bottom)
+    return out
+
+
 def case_summary(runs: list[CaseRun]) -> dict[str, Any]:
     n = len(runs)
     c = sum(r.passed for r in runs)
@@ -38,8 +51,8 @@ def case_summary(runs: list[CaseRun]) -> dict[str, Any]:
         "errors": sum(r.outcome == "error" for r in runs),
         "pass_fraction": round(c / n, 4),
         "flaky": 0 < c < n,
-        "pass_hat_k": {str(k): round(pass_hat_k(c, n, k), 4) for k in range(1, n + 1)},
-        "pass_at_k": {str(k): round(pass_at_k(c, n, k), 4) for k in range(1, n + 1)},
+        "pass_hat_k": {str(k): round(v, 4) for k, v in enumerate(_ratios(c, n), 1)},
+        "pass_at_k": {str(k): round(1.0 - v, 4) for k, v in enumerate(_ratios(n - c, n), 1)},
         "failing": failing,
     }
 
