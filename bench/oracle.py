@@ -1,189 +1,231 @@
-"""Oracle speed: median time per check on a 50-span trace, for every check type, side by side with
-DeepEval's own deterministic tool check (ToolCorrectnessMetric, given a model that is never called).
+"""Oracle speed: `kit check` side by side with a bare Python script doing the same checks.
 
-    .venv/bin/python bench/oracle.py
+    .venv/bin/python bench/oracle.py [--traces 4000] [--rounds 5] [--per-check]
 
-Targets: median < 20 µs per check for all but end_state and schema; >= 10x faster than
-DeepEval's check; `import kit` < 150 ms.
+Writes N trace files of 50 spans (24 tool calls) and one case of 10 checks (called, not_called, arg, order,
+no_repeat, regex, budget, called_at_most, finished, contains), and a plain ~60-line script that does the
+same 10 checks on the same files (reading and JSON parsing included, one JSON line of verdicts per trace).
+Both run as the user types them, in fresh interpreters, interleaved, each on N files and on 1 file; the
+marginal cost per trace is (t(N) - t(1)) / (N - 1). Printed: medians, and the kit/script ratio.
+Target: ratio <= 1.5. Also `import kit.evaluate` (target < 100 ms, median of fresh interpreters, with
+`-X importtime`'s own total beside it).
+
+`--per-check` adds the median time of every check type on one warm 50-span trace.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
 ROOT = Path(__file__).resolve().parent.parent
-# bench/deepeval.py would shadow the deepeval package: import from the project root, not from bench/.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(ROOT))
-
-from kit.case import parse_case  # noqa: E402
-from kit.evaluate import evaluate, run_check  # noqa: E402
-from kit.trace import Trace  # noqa: E402
-
+KIT = str(Path(sys.executable).parent / "kit")
 TOOLS = ["lookup_customer", "lookup_order", "search_kb", "issue_refund", "send_email"]
-SCHEMAS = {
-    t: {
-        "type": "object",
-        "properties": {"order_id": {"type": "string"}, "n": {"type": "integer"}},
-        "required": ["order_id"],
-    }
-    for t in TOOLS
-}
 
 
-def fifty_span_trace() -> dict:
-    spans = [{"kind": "message", "role": "user", "content": "Please refund ORD-123456"}]
+def fifty_span_trace(k: int) -> dict:
+    """Trace k: 24 llm + 24 tool spans + 2 messages; every 7th repeats a call, every 11th never finishes."""
+    spans: list[dict] = [{"kind": "message", "role": "user", "content": f"Please refund ORD-{123456 + k}"}]
     for i in range(24):
         spans.append(
-            {
-                "kind": "llm",
-                "name": "gpt-4o-2024-08-06",
-                "tokens_in": 800 + i,
-                "tokens_out": 60,
-                "cost_usd": 0.003,
-                "latency_ms": 900,
-            }
-        )
-        tool = TOOLS[i % len(TOOLS)]
+            {"kind": "llm", "name": "gpt-4o-2024-08-06", "tokens_in": 800 + i, "tokens_out": 60, "cost_usd": 0.003,
+             "latency_ms": 900}
+        )  # fmt: skip
+        n = 0 if (k % 7 == 0 and i in (3, 8)) else i
         spans.append(
-            {
-                "kind": "tool",
-                "name": tool,
-                "input": {"order_id": f"ORD-{100000 + i}", "n": i},
-                "output": {"ok": True, "total": 42.5},
-                "latency_ms": 12,
-            }
-        )
+            {"kind": "tool", "name": TOOLS[i % len(TOOLS)], "input": {"order_id": f"ORD-{100000 + n}", "n": n},
+             "output": {"ok": True, "total": 42.5, "items": [{"sku": f"S{i}", "qty": 1}]}, "error": None,
+             "latency_ms": 12}
+        )  # fmt: skip
     spans.append({"kind": "message", "role": "assistant", "content": "Refund of $42.50 issued for ORD-123456."})
     return {
         "case_id": "bench",
-        "final_output": '{"status": "refunded", "amount": 42.5, "order": "ORD-123456"}',
-        "finish_reason": "finish",
+        "attempt": k,
+        "model": "gpt-4o-2024-08-06",
+        "final_output": f"Your order ORD-{123456 + k} is refunded: $42.50 back on your card.",
+        "finish_reason": "step_cap" if k % 11 == 0 else "finish",
         "spans": spans,
-        "end_state": {
-            "refunds": [{"order_id": "ORD-123456", "amount": 42.5}],
-            "orders": [{"order_id": f"ORD-{100000 + i}", "total": 10.0 + i} for i in range(20)],
-        },
     }
 
 
-CHECKS = [
-    {"type": "exact", "expected": '{"status": "refunded"}'},
-    {"type": "number", "expected": 42.5},
-    {"type": "contains", "text": ["refunded", "ord-123456"]},
-    {"type": "regex", "pattern": r"ORD-\d{6}"},
-    {"type": "no_pii"},
-    {"type": "json", "keys": ["status", "amount"]},
-    {"type": "schema", "schema": {"type": "object", "required": ["status"]}},
-    {"type": "tool_schemas", "schemas": SCHEMAS},
-    {"type": "called", "tool": "issue_refund"},
-    {"type": "not_called", "tool": ["drop_table", "handoff_to_human"]},
-    {"type": "called_at_most", "tool": "issue_refund", "n": 10},
-    {"type": "arg", "tool": "issue_refund", "key": "order_id", "expected": "ORD-100003"},
-    {"type": "args", "tool": "issue_refund", "expected": {"order_id": "ORD-100003", "n": 3}},
-    {"type": "order", "before": "lookup_order", "after": "issue_refund"},
-    {"type": "guarded", "tool": "issue_refund", "requires": "lookup_order"},
-    {"type": "trajectory", "tools": TOOLS, "mode": "in_order"},
-    {"type": "no_repeat"},
-    {"type": "no_tool_errors"},
-    {"type": "finished"},
-    {"type": "budget", "steps": 30, "tokens": 100000, "cost_usd": 1.0, "latency_ms": 60000},
-    {"type": "end_state", "query": "SELECT order_id, amount FROM refunds", "expected": [["ORD-123456", 42.5]]},
-]
+CASE = """\
+- id: bench
+  input: Please refund my order
+  checks:
+    - {type: called, tool: issue_refund}
+    - {type: not_called, tool: [drop_table, handoff_to_human]}
+    - {type: arg, tool: issue_refund, key: order_id, expected: ORD-100003}
+    - {type: order, before: lookup_order, after: issue_refund}
+    - {type: no_repeat}
+    - {type: regex, pattern: 'ORD-\\d{6}'}
+    - {type: budget, steps: 30, tokens: 100000, cost_usd: 1.0}
+    - {type: called_at_most, tool: issue_refund, n: 10}
+    - {type: finished}
+    - {type: contains, text: [refunded, ord-]}
+"""
+
+# The bare script: what a user would write by hand for these 10 checks. Same files, same verdicts.
+SCRIPT = r"""
+import json, re, sys
+from collections import Counter
+
+PATTERN = re.compile(r"ORD-\d{6}")
 
 
-def median_us(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - t)
-    return statistics.median(times) / 1000
+def canon(v):
+    return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
 
-def import_kit_ms(module: str = "kit") -> float:
+def judge(t):
+    spans = t.get("spans", [])
+    tools = [s for s in spans if s["kind"] == "tool"]
+    names = [s.get("name") for s in tools]
+    out = t.get("final_output") or ""
+    r = {}
+    r["called:issue_refund"] = names.count("issue_refund") >= 1
+    r["not_called"] = not any(n in ("drop_table", "handoff_to_human") for n in names)
+    r["arg"] = any(s.get("input", {}).get("order_id") == "ORD-100003" for s in tools if s.get("name") == "issue_refund")
+    if "lookup_order" in names and "issue_refund" in names:
+        r["order"] = names.index("lookup_order") < names.index("issue_refund")
+    else:
+        r["order"] = False
+    counts = Counter((s.get("name"), canon(s.get("input", {}))) for s in tools)
+    r["no_repeat"] = all(c == 1 for c in counts.values())
+    r["regex"] = PATTERN.search(out) is not None
+    steps = sum(1 for s in spans if s["kind"] == "llm")
+    tokens = sum(s.get("tokens_in", 0) + s.get("tokens_out", 0) for s in spans)
+    cost = sum(s.get("cost_usd", 0.0) for s in spans)
+    r["budget"] = steps <= 30 and tokens <= 100000 and cost <= 1.0
+    r["called_at_most"] = names.count("issue_refund") <= 10
+    r["finished"] = t.get("finish_reason") == "finish"
+    text = " ".join(out.split()).casefold()
+    r["contains"] = all(x in text for x in ("refunded", "ord-"))
+    return r
+
+
+results = []
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8") as f:
+        t = json.load(f)
+    r = judge(t)
+    results.append({"case_id": t["case_id"], "attempt": t.get("attempt", 0), "passed": all(r.values()), "checks": r})
+print(json.dumps({"results": results}))
+sys.exit(0 if all(x["passed"] for x in results) else 1)
+"""
+
+
+def write_workload(folder: Path, n: int) -> list[str]:
+    (folder / "cases").mkdir()
+    (folder / "cases" / "bench.yaml").write_text(CASE)
+    (folder / "script.py").write_text(SCRIPT.lstrip())
+    (folder / "traces").mkdir()
+    files = []
+    for k in range(n):
+        p = folder / "traces" / f"t{k:05d}.json"
+        p.write_text(json.dumps(fifty_span_trace(k)))
+        files.append(str(p.relative_to(folder)))
+    return files
+
+
+def timed(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t = time.perf_counter()
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    return time.perf_counter() - t, p
+
+
+def verdicts(stdout: str) -> list[tuple[int, bool]]:
+    return sorted((r["attempt"], r["passed"]) for r in json.loads(stdout)["results"])
+
+
+def side_by_side(folder: Path, files: list[str], rounds: int) -> None:
+    kit = [KIT, "check", "--cases", "cases", "--json"]
+    script = [sys.executable, "script.py"]
+    runs: dict[tuple[str, int], list[float]] = {}
+    for r in range(rounds + 1):  # round 0 warms the page cache and the bytecode caches; not counted
+        for name, cmd in (("kit", kit), ("script", script)):
+            for chosen in (files, files[:1]):
+                dt, p = timed([*cmd, *chosen], folder)
+                if p.returncode not in (0, 1):
+                    raise SystemExit(f"{name} failed ({p.returncode}): {p.stderr[-2000:]}")
+                if r == 0 and chosen is files:
+                    if name == "kit":
+                        kit_verdicts = verdicts(p.stdout)
+                    elif verdicts(p.stdout) != kit_verdicts:
+                        raise SystemExit("the script and kit check disagree on some trace")
+                if r:
+                    runs.setdefault((name, len(chosen)), []).append(dt)
+    n = len(files)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    marginal = {name: (med[(name, n)] - med[(name, 1)]) / (n - 1) * 1e6 for name in ("kit", "script")}
+    print(f"{n} traces of 50 spans, 10 checks each; median of {rounds} interleaved rounds, fresh interpreters")
+    print(f"{'':10}{'1 trace s':>12}{f'{n} traces s':>16}{'marginal µs/trace':>20}")
+    for name in ("kit", "script"):
+        print(f"{name:10}{med[(name, 1)]:>12.3f}{med[(name, n)]:>16.3f}{marginal[name]:>20.0f}")
+    ratio = marginal["kit"] / marginal["script"]
+    print(f"\nmarginal cost per trace, kit check / bare script: {ratio:.2f} (target <= 1.5)")
+    print(f"start-up, kit check / bare script: {med[('kit', 1)] / med[('script', 1)]:.2f}")
+
+
+def import_ms(module: str, runs: int = 7) -> tuple[float, float]:
+    """Median wall ms of `import module` in a fresh interpreter, and `-X importtime`'s cumulative figure."""
     code = f"import time; t=time.perf_counter(); import {module}; print((time.perf_counter()-t)*1000)"
-    runs = [
-        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout)
-        for _ in range(5)
-    ]
-    return statistics.median(runs)
-
-
-def deepeval_tool_correctness_us(raw: dict, n: int) -> float:
-    from deepeval.metrics import ToolCorrectnessMetric
-    from deepeval.models import DeepEvalBaseLLM
-    from deepeval.test_case import LLMTestCase, ToolCall
-
-    class NeverCalled(DeepEvalBaseLLM):
-        """A judge that fails loudly if used: the deterministic path must not need it."""
-
-        def __init__(self):
-            super().__init__(model="never-called")
-
-        def load_model(self):
-            return None
-
-        def generate(self, *a, **k):
-            raise AssertionError("ToolCorrectnessMetric called the model")
-
-        async def a_generate(self, *a, **k):
-            raise AssertionError("ToolCorrectnessMetric called the model")
-
-        def get_model_name(self):
-            return "never-called"
-
-    calls = [
-        ToolCall(name=s["name"], input_parameters=s["input"], output=s["output"])
-        for s in raw["spans"]
-        if s["kind"] == "tool"
-    ]
-    tc = LLMTestCase(
-        input="Please refund ORD-123456", actual_output=raw["final_output"], tools_called=calls, expected_tools=calls
+    walls = []
+    for _ in range(runs):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+        walls.append(float(p.stdout))
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True, cwd=ROOT
     )
-    metric = ToolCorrectnessMetric(model=NeverCalled(), async_mode=False, include_reason=True)
+    line = next(x for x in reversed(p.stderr.splitlines()) if x.rstrip().endswith(f" {module}"))
+    return statistics.median(walls), int(line.split("|")[1]) / 1000
 
-    def once():
-        metric.measure(tc, _show_indicator=False)
-        assert metric.success
 
-    return median_us(once, n)
+def per_check(n: int = 2000) -> None:
+    sys.path.insert(0, str(ROOT))
+    import yaml
+
+    from kit.case import parse_case
+    from kit.evaluate import run_check
+    from kit.trace import parse_trace
+
+    raw = fifty_span_trace(3)
+    case = parse_case(yaml.safe_load(CASE)[0], file="bench", base_dir=ROOT, invariants={})
+    trace = parse_trace(raw)
+    print(f"\n{'check':<16}{'median µs':>12}   (one warm 50-span trace, {n} runs each)")
+    for spec in case.checks:
+        times = []
+        for _ in range(n):
+            t = time.perf_counter_ns()
+            run_check(spec, trace)
+            times.append(time.perf_counter_ns() - t)
+        print(f"{spec.type:<16}{statistics.median(times) / 1000:>12.2f}")
 
 
 def main() -> None:
-    raw = fifty_span_trace()
-    case = parse_case({"id": "bench", "input": "x", "checks": CHECKS}, file="bench", base_dir=ROOT, invariants={})
-    trace = Trace.model_validate(raw)
-    evaluate(trace, case)  # derived data (tool list, canonical args, end-state database) built once per trace
-    n = 2000
-    print(f"{'check':<16}{'median µs':>12}   (50-span trace, 24 tool calls, {n} runs each, warm trace)")
-    fast = []
-    for spec in case.checks:
-        us = median_us(lambda spec=spec: run_check(spec, trace), n if spec.type != "end_state" else 200)
-        if spec.type not in ("end_state", "schema"):
-            fast.append(us)
-        print(f"{spec.type:<16}{us:>12.2f}")
-    prep = median_us(lambda: evaluate(Trace.model_validate(raw), case), 200)
-    parse = median_us(lambda: Trace.model_validate(raw), 500)
-    print(f"\nslowest check but end_state/schema: {max(fast):.2f} µs (target < 20)")
-    print(
-        f"whole case, all {len(case.checks)} checks on a fresh trace incl. parsing: {prep:.0f} µs "
-        f"(parsing alone {parse:.0f} µs)"
-    )
-    trajectory = next(s for s in case.checks if s.type == "trajectory")
-    args_spec = next(s for s in case.checks if s.type == "args")
-    kit_tool_us = median_us(lambda: (run_check(trajectory, trace), run_check(args_spec, trace)), n)
-    de_us = deepeval_tool_correctness_us(raw, 500)
-    print(f"\nkit trajectory+args          {kit_tool_us:>10.2f} µs")
-    print(f"DeepEval ToolCorrectnessMetric {de_us:>8.2f} µs   ({de_us / kit_tool_us:.0f}x slower; target >= 10x)")
-    print(f"\nimport kit: {import_kit_ms():.1f} ms (median of 5 fresh interpreters; target < 150)")
-    print(f"import kit.evaluate (models, every check registered): {import_kit_ms('kit.evaluate'):.1f} ms")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--traces", type=int, default=4000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--per-check", action="store_true")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kit-oracle-bench-") as tmp:
+        folder = Path(tmp)
+        files = write_workload(folder, a.traces)
+        side_by_side(folder, files, a.rounds)
+        if os.environ.get("KIT_BENCH_KEEP"):
+            print(f"(workload kept in {folder})")
+            input()
+    wall, importtime = import_ms("kit.evaluate")
+    print(f"\nimport kit.evaluate: {wall:.0f} ms (median of 7 fresh interpreters; -X importtime {importtime:.0f} ms; "
+          "target < 100)")  # fmt: skip
+    if a.per_check:
+        per_check()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+import orjson
+
 
 def normalise(value: Any) -> Any:
     """A JSON value with integral floats made ints and tuples made lists; bools stay bools."""
@@ -25,6 +27,39 @@ def normalise(value: Any) -> Any:
 def canonical(value: Any) -> str:
     """One string per JSON value up to key order and int/float spelling: the loop-signature key."""
     return json.dumps(normalise(value), sort_keys=True, separators=(",", ":"), default=str)
+
+
+class _NotPlainJson(Exception):
+    pass
+
+
+def _plain(value: Any) -> Any:
+    """`normalise` for `canonical_key`; raises on what orjson would write differently from `canonical`
+    (NaN and infinities become null there)."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        if value.is_integer():
+            return int(value)
+        if value != value or value in (math.inf, -math.inf):
+            raise _NotPlainJson
+        return value
+    if t is dict:
+        return {k if type(k) is str else str(k): _plain(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        return [_plain(v) for v in value]
+    raise _NotPlainJson
+
+
+def canonical_key(value: Any) -> bytes:
+    """Bytes that are equal exactly when `canonical` strings are (the loop signature's key), several
+    times faster: orjson on the normalised value, and `canonical` itself for what orjson cannot write the
+    same way (NaN, infinities, integers beyond 64 bits, values that are not JSON)."""
+    try:
+        return orjson.dumps(_plain(value), option=orjson.OPT_SORT_KEYS)
+    except (_NotPlainJson, TypeError, ValueError):
+        return canonical(value).encode()
 
 
 def deep_equal(a: Any, b: Any, tol: float = 0.0) -> bool:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from kit.canonical import canonical
+from kit.canonical import canonical, canonical_key
 from kit.errors import KitInputError, error_line
 
 
@@ -70,6 +70,11 @@ class Span(BaseModel):
     @cached_property
     def canonical_input(self) -> str:
         return canonical(self.input)
+
+    @cached_property
+    def input_key(self) -> bytes:
+        """Equal for two spans exactly when their canonical inputs are (see `canonical_key`)."""
+        return canonical_key(self.input)
 
 
 class Trace(BaseModel):

@@ -292,11 +292,13 @@ def trajectory(
 
 @check("no_repeat")
 def no_repeat(trace: Trace, *, calls: Calls = "all") -> Verdict:
-    counts = Counter((s.name, s.canonical_input) for s in _in_scope(trace, calls))
-    repeats = [(k, c) for k, c in counts.items() if c > 1]
-    if not repeats:
+    spans = _in_scope(trace, calls)
+    counts = Counter((s.name, s.input_key) for s in spans)
+    if len(counts) == len(spans):
         return Verdict(True)
-    (tool, canon), c = max(repeats, key=lambda kc: kc[1])
+    repeats = [(k, c) for k, c in counts.items() if c > 1]
+    (tool, key), c = max(repeats, key=lambda kc: kc[1])
+    canon = next(s.canonical_input for s in spans if s.name == tool and s.input_key == key)
     more = f" (+{len(repeats) - 1} more repeated calls)" if len(repeats) > 1 else ""
     return Verdict(False, f"{tool} called{_ok(calls)} {c} times with the same arguments {short(canon)}{more}")
 
