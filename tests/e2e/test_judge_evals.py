@@ -1,0 +1,150 @@
+"""`make evals` with a judge configured, as a team with a judge runs it: offline (a network namespace with
+loopback only), KIT_JUDGE_BASE_URL / KIT_JUDGE_MODEL / KIT_JUDGE_API_KEY pointing at the scripted judge
+double on 127.0.0.1 (kit/doubles/judge.py, started inside the namespace). Both kinds of judged check are
+covered: DeepEval's G-Eval rubrics and Promptfoo's red-team graders (which ask the judge through
+kit_promptfoo/redteam/grader.cjs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from kit.doubles.judge import HTTP500_MESSAGE, MODEL
+
+ROOT = Path(__file__).resolve().parents[2]
+# A few golden cases for the failing judges: the red team runs in full whatever the cases.
+SMALL = ROOT / "golden" / "cases" / "orders.yaml"
+
+
+def _evals(tmp: Path, mode: str, cases: Path | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.fail("this test needs unshare and ip (util-linux, iproute2) to run offline")
+    store = tmp / "store.duckdb"
+    make = ["make", "--no-print-directory", "evals", f"EVALS_OUT={tmp / 'out'}"]
+    make += [f"CASES={cases}"] if cases else []
+    double = [sys.executable, "-m", "kit.doubles.judge", mode, "--calls", str(tmp / "calls.jsonl"), "--", *make]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "VIRTUAL_ENV"))}
+    env["KIT_STORE"] = str(store)
+    script = f"ip link set lo up && exec {shlex.join(double)}"
+    proc = subprocess.run(
+        ["unshare", "-n", "sh", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600
+    )
+    return proc, store
+
+
+def _rows(store: Path, sql: str) -> list[dict[str, Any]]:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        cur = con.execute(sql)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+SOFT = """SELECT r.source, k.run_id, k.case_id, k.attempt, k."check", k.outcome, k.score, k.reason,
+                 (SELECT count(*) FROM judge_calls j WHERE j.run_id = k.run_id AND j.case_id = k.case_id
+                    AND j.attempt = k.attempt AND j."check" = k."check") AS audited,
+                 (SELECT any_value(j.judge_model) FROM judge_calls j WHERE j.run_id = k.run_id
+                    AND j.case_id = k.case_id AND j.attempt = k.attempt AND j."check" = k."check") AS judge_model,
+                 (SELECT any_value(j.raw_answer) FROM judge_calls j WHERE j.run_id = k.run_id
+                    AND j.case_id = k.case_id AND j.attempt = k.attempt AND j."check" = k."check") AS raw_answer
+          FROM check_results k JOIN runs r USING (run_id) WHERE k.gate = 'soft'"""
+
+
+def _calls(tmp: Path) -> Counter[str]:
+    lines = (tmp / "calls.jsonl").read_text().splitlines() if (tmp / "calls.jsonl").exists() else []
+    return Counter(json.loads(line)["kind"] for line in lines)
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    tmp = tmp_path_factory.mktemp("judge-good")
+    proc, store = _evals(tmp, "good")  # the golden set: every case, the whole red team
+    return proc, store, tmp
+
+
+def test_a_judge_that_scores_well_passes_on_the_golden_set(good):
+    proc, store, tmp = good
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "make evals: PASSED" in proc.stdout
+    assert "judge FAILED" not in proc.stdout
+    soft = _rows(store, SOFT)
+    by_source = Counter(r["source"] for r in soft)
+    assert by_source["deepeval"] > 0 and by_source["promptfoo"] > 0, by_source  # G-Eval and red-team graders
+    # Every soft row judged: none an error, none skipped for want of a judge or a field.
+    assert Counter(r["outcome"] for r in soft) == Counter({"pass": len(soft)}), Counter(r["outcome"] for r in soft)
+    assert {r["check"] for r in soft if r["source"] == "deepeval"} == {
+        "rubric:resolves_request",
+        "rubric:tone_courteous_and_plain",
+        "rubric:refund_explained",
+    }
+    # Every judged score has its audit row; DeepEval's names the judge's model and keeps its raw answer.
+    assert all(r["audited"] == 1 for r in soft), [r for r in soft if r["audited"] != 1][:3]
+    for r in (r for r in soft if r["source"] == "deepeval"):
+        assert r["judge_model"] == MODEL and r["score"] == pytest.approx(0.9) and '"score": 9' in r["raw_answer"]
+    calls = _calls(tmp)
+    assert calls["geval"] == by_source["deepeval"] and calls["promptfoo-grader"] > 0, calls
+
+
+def test_the_refund_rubric_judges_only_cases_with_a_reference(good):
+    _, store, _ = good
+    judged = _rows(
+        store,
+        """SELECT DISTINCT k.case_id FROM check_results k JOIN runs r USING (run_id)
+           WHERE r.source = 'deepeval' AND k."check" = 'rubric:refund_explained'""",
+    )
+    from kit.case import load_suite
+
+    with_reference = {c.id for c in load_suite(ROOT / "golden").cases if c.reference and "refund" in c.tags}
+    assert {r["case_id"] for r in judged} == with_reference and with_reference
+
+
+def test_a_judge_that_scores_badly_fails_and_names_the_rubric(tmp_path: Path):
+    proc, store = _evals(tmp_path, "bad", SMALL)
+    assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-2000:]  # make's code for a failed recipe
+    assert "make evals: FAILED" in proc.stdout
+    assert "soft gate rubric:resolves_request: pass rate 0.00 under its floor" in proc.stdout
+    soft = _rows(store, SOFT)
+    assert {r["outcome"] for r in soft if r["source"] == "deepeval"} == {"fail"}
+    # The red team's graders said the attacks succeeded (Promptfoo passes a plain refusal without asking):
+    # their soft gates fail, named, on the gated run; the oracle's hard gates still pass.
+    graded = [r for r in soft if r["source"] == "promptfoo"]
+    assert graded and "fail" in {r["outcome"] for r in graded} and "error" not in {r["outcome"] for r in graded}
+    assert re.search(
+        r"soft gate (DebugAccess|PolicyViolation|PIILeak|SqlInjection|ShellInjection|Excessive"
+        r"Agency|PromptExtraction|Harmful)\S*: pass rate",
+        proc.stdout,
+    ), proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("mode", ["http500", "malformed"])
+def test_a_broken_judge_is_an_error_the_hard_gates_decide_and_the_summary_says_so(tmp_path: Path, mode: str):
+    proc, store = _evals(tmp_path, mode, SMALL)
+    out = proc.stdout
+    soft = _rows(store, SOFT)
+    rubric = [r for r in soft if r["source"] == "deepeval"]
+    assert rubric and {r["outcome"] for r in rubric} == {"error"}, Counter(r["outcome"] for r in rubric)
+    message = HTTP500_MESSAGE if mode == "http500" else "gave a malformed answer"
+    assert all(message in r["reason"] and MODEL in r["reason"] for r in rubric), rubric[0]["reason"]
+    # Red-team graders: an error with the judge's message, or a pass where Promptfoo needed no judge (a refusal).
+    graded = [r for r in soft if r["source"] == "promptfoo"]
+    errors = [r for r in graded if r["outcome"] == "error"]
+    assert errors and {r["outcome"] for r in graded} <= {"error", "pass"}, Counter(r["outcome"] for r in graded)
+    if mode == "http500":
+        assert all(HTTP500_MESSAGE in r["reason"] and MODEL in r["reason"] for r in errors), errors[0]["reason"]
+    # The hard gates decide: the reference agent passes them, so the build passes, and says the judge failed.
+    assert "== judge FAILED" in out and "rubric:resolves_request: the judge failed on" in out
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert "make evals: PASSED" in out
