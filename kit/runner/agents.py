@@ -12,6 +12,7 @@ A single-turn case is a one-turn conversation for it: `fn(input, history=[])`.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import sys
@@ -22,6 +23,7 @@ from typing import Any
 
 from kit.case import Case
 from kit.errors import KitInputError
+from kit.frozen import thaw
 from kit.runner.conversation import AgentConversation
 from kit.settings import Settings
 from kit.trace import Trace, parse_trace
@@ -140,9 +142,19 @@ def load_agent(spec: str) -> Agent:
     wants_case = _wants_case(fn)
 
     def call(case: Case, attempt: int) -> Any:
-        return fn(case.input, case) if wants_case else fn(case.input)
+        mine = agent_case(case)
+        return fn(mine.input, mine) if wants_case else fn(mine.input)
 
     return Agent(spec, call)
+
+
+def agent_case(case: Case) -> Case:
+    """The case as a user's agent gets it: its own plain, mutable copy of the input, context and extra fields,
+    so what one call changes neither reaches the next call nor the oracle, which keeps its frozen case."""
+    mine = copy.copy(case)
+    for name in ("input", "context", "extra"):
+        object.__setattr__(mine, name, thaw(getattr(case, name)))
+    return mine
 
 
 def _has_param(fn: Callable[..., Any], name: str) -> bool:
@@ -157,7 +169,7 @@ def _history_agent(spec: str, fn: Callable[..., Any]) -> Agent:
     wants_case = _has_param(fn, "case")
 
     def converse(case: Case, attempt: int) -> AgentConversation:
-        return _CallableConversation(fn, case if wants_case else None)
+        return _CallableConversation(fn, agent_case(case) if wants_case else None)
 
     def call(case: Case, attempt: int) -> Any:
         # A single-turn case is a conversation of one turn; a message list's last user message is the turn.
