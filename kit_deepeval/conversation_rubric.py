@@ -49,7 +49,7 @@ class ConversationalRubricMetric(BaseConversationalMetric):
     def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float | None:
         self.error = None
         if self.judge is None:
-            self._single.measure(test_case)  # records `skipped` with the reason; reads nothing of the case
+            self._single.skip()  # records `skipped` with the reason in the case's log
             self.skipped = True
             self.score, self.success, self.reason = None, None, self.skip_reason
             return None

@@ -55,6 +55,16 @@ class RubricMetric(BaseMetric):
     def __name__(self) -> str:
         return f"rubric:{self.rubric.name}"
 
+    def skip(self) -> None:
+        """No judge: `skipped` with the reason, in the metric and in the case's log (never a pass)."""
+        self.skipped = True
+        self.score, self.success, self.reason = None, None, self.skip_reason
+        self._keep(
+            SoftVerdict(
+                self.__name__, "skipped", self.skip_reason, threshold=self.threshold, rubric_hash=self.rubric.hash
+            )
+        )
+
     def measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
         self.error = None
         test_case = self._with_needs(test_case)
@@ -65,14 +75,7 @@ class RubricMetric(BaseMetric):
             self.reason = f"not applicable: the test case has no {', '.join(lacking)}"
             return None
         if self.judge is None:
-            self.skipped = True
-            self.score, self.success, self.reason = None, None, self.skip_reason
-            self._keep(
-                SoftVerdict(
-                    self.__name__, "skipped", self.skip_reason, threshold=self.threshold, rubric_hash=self.rubric.hash
-                )
-            )
-            return None
+            return self.skip()
         model = KitJudgeModel(self.judge)
         steps_key = (self.judge.model, self.judge.endpoint, self.rubric.hash)
         geval = GEval(
