@@ -29,6 +29,9 @@ def canonical(value: Any) -> str:
     return json.dumps(normalise(value), sort_keys=True, separators=(",", ":"), default=str)
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 class _NotPlainJson(Exception):
     pass
 
@@ -57,7 +60,11 @@ def canonical_key(value: Any) -> bytes:
     times faster: orjson on the normalised value, and `canonical` itself for what orjson cannot write the
     same way (NaN, infinities, integers beyond 64 bits, values that are not JSON)."""
     try:
-        return orjson.dumps(_plain(value), option=orjson.OPT_SORT_KEYS)
+        if type(value) is dict and all(type(v) in _SCALARS for v in value.values()):
+            value = {k if type(k) is str else str(k): v for k, v in value.items()}  # flat: nothing to normalise
+        else:
+            value = _plain(value)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except (_NotPlainJson, TypeError, ValueError):
         return canonical(value).encode()
 

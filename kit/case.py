@@ -10,15 +10,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kit.checks import REGISTRY
 from kit.errors import KitInputError, describe_errors
 from kit.frozen import freeze
 from kit.trace import read_text
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Files and folders under a golden folder that are not case files.
 NOT_CASE_FILES = {"invariants.yaml", "invariants.yml", "rubrics.yaml", "rubrics.yml", "gates.yaml"}
@@ -119,14 +116,14 @@ class Case:
 
 
 class _UserModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use, not on import
 
     instruction: str = Field(min_length=1)
     max_turns: int = Field(default=8, ge=1, le=100)
 
 
 class _CaseModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use, not on import
 
     id: str
     input: str | list[dict[str, Any]] | None = None
@@ -239,9 +236,11 @@ def did_you_mean(word: Any, known: Any) -> str:
 
 
 def _read_yaml(path: Path) -> list[Any]:
+    import yaml  # imported when a file is read: `import kit.evaluate` stays fast
+
     text = read_text(path, "file")
     try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
     except RecursionError:
         raise KitInputError("malformed YAML: nested too deeply", file=str(path)) from None
     except yaml.YAMLError as e:

@@ -12,7 +12,7 @@ import inspect
 import string
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -28,9 +28,18 @@ CheckFn = Callable[..., Verdict]
 class CheckDef:
     type: str
     fn: CheckFn  # the check under its time limit (kit.checks.limits)
-    params: type[BaseModel]
+    plain: CheckFn  # the check as written: its signature is the parameter schema
     label: str  # format string for the result name, e.g. "called:{tool}"
     validate: Callable[[dict[str, Any]], None] | None  # cross-parameter rules
+    _model: list[type[BaseModel]] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def params(self) -> type[BaseModel]:
+        """The parameters' pydantic model, built from the signature on first use (a process that loads
+        a few check types does not pay for all of them)."""
+        if not self._model:
+            self._model.append(_params_model(self.type, self.plain))
+        return self._model[0]
 
     def parse(self, raw: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Validated (and compiled) parameters, or ValueError with a one-line message."""
@@ -72,19 +81,24 @@ def check(
     def register(fn: CheckFn) -> CheckFn:
         if type_ in REGISTRY:
             raise RuntimeError(f"check type {type_!r} registered twice")
+        _keyword_only(type_, fn)
         # The registry holds the check under its time limit; the module keeps the plain function.
-        REGISTRY[type_] = CheckDef(type_, bounded(fn), _params_model(type_, fn), label or type_, validate)
+        REGISTRY[type_] = CheckDef(type_, bounded(fn), fn, label or type_, validate)
         return fn
 
     return register
+
+
+def _keyword_only(type_: str, fn: CheckFn) -> None:
+    for name, p in list(inspect.signature(fn).parameters.items())[1:]:  # skip the trace
+        if p.kind is not inspect.Parameter.KEYWORD_ONLY:
+            raise TypeError(f"check {type_}: parameter {name} must be keyword-only")
 
 
 def _params_model(type_: str, fn: CheckFn) -> type[BaseModel]:
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     for name, p in list(inspect.signature(fn).parameters.items())[1:]:  # skip the trace
-        if p.kind is not inspect.Parameter.KEYWORD_ONLY:
-            raise TypeError(f"check {type_}: parameter {name} must be keyword-only")
         default = ... if p.default is inspect.Parameter.empty else p.default
         # A parameter named like a BaseModel attribute (`schema`) is stored under another field name.
         field_name = f"{name}_" if hasattr(BaseModel, name) else name
