@@ -8,7 +8,8 @@ same 10 checks on the same files (reading and JSON parsing included, one JSON li
 Both run as the user types them, in fresh interpreters, interleaved, each on N files and on 1 file; the
 marginal cost per trace is (t(N) - t(1)) / (N - 1). Printed: medians, and the kit/script ratio.
 Target: ratio <= 1.5. Also `import kit.evaluate` (target < 100 ms, median of fresh interpreters, with
-`-X importtime`'s own total beside it).
+`-X importtime`'s own total beside it). `--baseline REV` adds the kit as of a git revision to the same
+interleaved rounds (before and after in one run).
 
 `--per-check` adds the median time of every check type on one warm 50-span trace.
 """
@@ -134,9 +135,9 @@ def write_workload(folder: Path, n: int) -> list[str]:
     return files
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     t = time.perf_counter()
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, **env})
     return time.perf_counter() - t, p
 
 
@@ -144,30 +145,39 @@ def verdicts(stdout: str) -> list[tuple[int, bool]]:
     return sorted((r["attempt"], r["passed"]) for r in json.loads(stdout)["results"])
 
 
-def side_by_side(folder: Path, files: list[str], rounds: int) -> None:
-    kit = [KIT, "check", "--cases", "cases", "--json"]
-    script = [sys.executable, "script.py"]
+def side_by_side(folder: Path, files: list[str], rounds: int, baseline: Path | None) -> None:
+    kit = [sys.executable, "-m", "kit.cli", "check", "--cases", "cases", "--json"]
+    tools: list[tuple[str, list[str], dict[str, str]]] = [
+        ("kit", kit, {}),
+        ("script", [sys.executable, "script.py"], {}),
+    ]
+    if baseline is not None:
+        tools.append(("baseline", kit, {"PYTHONPATH": str(baseline)}))
     runs: dict[tuple[str, int], list[float]] = {}
     for r in range(rounds + 1):  # round 0 warms the page cache and the bytecode caches; not counted
-        for name, cmd in (("kit", kit), ("script", script)):
+        for name, cmd, env in tools:
             for chosen in (files, files[:1]):
-                dt, p = timed([*cmd, *chosen], folder)
+                dt, p = timed([*cmd, *chosen], folder, env)
                 if p.returncode not in (0, 1):
                     raise SystemExit(f"{name} failed ({p.returncode}): {p.stderr[-2000:]}")
                 if r == 0 and chosen is files:
                     if name == "kit":
                         kit_verdicts = verdicts(p.stdout)
                     elif verdicts(p.stdout) != kit_verdicts:
-                        raise SystemExit("the script and kit check disagree on some trace")
+                        raise SystemExit(f"{name} and kit check disagree on some trace")
                 if r:
                     runs.setdefault((name, len(chosen)), []).append(dt)
     n = len(files)
+    names = [t[0] for t in tools]
     med = {k: statistics.median(v) for k, v in runs.items()}
-    marginal = {name: (med[(name, n)] - med[(name, 1)]) / (n - 1) * 1e6 for name in ("kit", "script")}
+    marginal = {name: (med[(name, n)] - med[(name, 1)]) / (n - 1) * 1e6 for name in names}
     print(f"{n} traces of 50 spans, 10 checks each; median of {rounds} interleaved rounds, fresh interpreters")
-    print(f"{'':10}{'1 trace s':>12}{f'{n} traces s':>16}{'marginal µs/trace':>20}")
-    for name in ("kit", "script"):
-        print(f"{name:10}{med[(name, 1)]:>12.3f}{med[(name, n)]:>16.3f}{marginal[name]:>20.0f}")
+    print(f"{'':10}{'1 trace s':>12}{f'{n} traces s':>16}{'marginal µs/trace':>20}{'/ script':>10}")
+    for name in names:
+        print(
+            f"{name:10}{med[(name, 1)]:>12.3f}{med[(name, n)]:>16.3f}{marginal[name]:>20.0f}"
+            f"{marginal[name] / marginal['script']:>10.2f}"
+        )
     ratio = marginal["kit"] / marginal["script"]
     print(f"\nmarginal cost per trace, kit check / bare script: {ratio:.2f} (target <= 1.5)")
     print(f"start-up, kit check / bare script: {med[('kit', 1)] / med[('script', 1)]:.2f}")
@@ -213,14 +223,19 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=4000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--per-check", action="store_true")
+    ap.add_argument("--baseline", metavar="REV", help="also time kit check as of this git revision (e.g. HEAD~5)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kit-oracle-bench-") as tmp:
         folder = Path(tmp)
         files = write_workload(folder, a.traces)
-        side_by_side(folder, files, a.rounds)
-        if os.environ.get("KIT_BENCH_KEEP"):
-            print(f"(workload kept in {folder})")
-            input()
+        baseline = None
+        if a.baseline:
+            baseline = folder / "baseline"
+            baseline.mkdir()
+            archive = subprocess.run(["git", "archive", a.baseline, "kit"], cwd=ROOT, capture_output=True, check=True)
+            subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive.stdout, check=True)
+            print(f"baseline: kit as of {a.baseline}")
+        side_by_side(folder, files, a.rounds, baseline)
     wall, importtime = import_ms("kit.evaluate")
     print(f"\nimport kit.evaluate: {wall:.0f} ms (median of 7 fresh interpreters; -X importtime {importtime:.0f} ms; "
           "target < 100)")  # fmt: skip
