@@ -11,7 +11,8 @@ Target: ratio <= 1.5. Also `import kit.evaluate` (target < 100 ms, median of fre
 `-X importtime`'s own total beside it). `--baseline REV` adds the kit as of a git revision to the same
 interleaved rounds (before and after in one run).
 
-`--per-check` adds the median time of every check type on one warm 50-span trace.
+`--per-check` adds the median time of each of those checks on one warm 50-span trace, and the kit's
+trajectory+args beside DeepEval's deterministic ToolCorrectnessMetric (given a model that is never called).
 """
 
 from __future__ import annotations
@@ -183,22 +184,82 @@ def side_by_side(folder: Path, files: list[str], rounds: int, baseline: Path | N
     print(f"start-up, kit check / bare script: {med[('kit', 1)] / med[('script', 1)]:.2f}")
 
 
-def import_ms(module: str, runs: int = 7) -> tuple[float, float]:
-    """Median wall ms of `import module` in a fresh interpreter, and `-X importtime`'s cumulative figure."""
+def import_ms(module: str, baseline: Path | None, runs: int = 7) -> dict[str, float]:
+    """Median wall ms of `import module` in fresh interpreters (the baseline's interleaved with ours when
+    given), and `-X importtime`'s cumulative figure for ours."""
     code = f"import time; t=time.perf_counter(); import {module}; print((time.perf_counter()-t)*1000)"
-    walls = []
+    envs = {"kit": {}, **({"baseline": {"PYTHONPATH": str(baseline)}} if baseline else {})}
+    walls: dict[str, list[float]] = {name: [] for name in envs}
     for _ in range(runs):
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-        walls.append(float(p.stdout))
+        for name, env in envs.items():
+            p = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/",
+                env={**os.environ, **env},
+            )  # fmt: skip
+            walls[name].append(float(p.stdout))
     p = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True, cwd=ROOT
     )
     line = next(x for x in reversed(p.stderr.splitlines()) if x.rstrip().endswith(f" {module}"))
-    return statistics.median(walls), int(line.split("|")[1]) / 1000
+    out = {name: statistics.median(w) for name, w in walls.items()}
+    out["importtime"] = int(line.split("|")[1]) / 1000
+    return out
+
+
+def median_us(fn, n: int) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - t)
+    return statistics.median(times) / 1000
+
+
+def deepeval_tool_correctness_us(raw: dict, n: int) -> float:
+    from deepeval.metrics import ToolCorrectnessMetric
+    from deepeval.models import DeepEvalBaseLLM
+    from deepeval.test_case import LLMTestCase, ToolCall
+
+    class NeverCalled(DeepEvalBaseLLM):
+        """A judge that fails loudly if used: the deterministic path must not need it."""
+
+        def __init__(self):
+            super().__init__(model="never-called")
+
+        def load_model(self):
+            return None
+
+        def generate(self, *a, **k):
+            raise AssertionError("ToolCorrectnessMetric called the model")
+
+        async def a_generate(self, *a, **k):
+            raise AssertionError("ToolCorrectnessMetric called the model")
+
+        def get_model_name(self):
+            return "never-called"
+
+    calls = [
+        ToolCall(name=s["name"], input_parameters=s["input"], output=s["output"])
+        for s in raw["spans"]
+        if s["kind"] == "tool"
+    ]
+    tc = LLMTestCase(
+        input="Please refund ORD-123456", actual_output=raw["final_output"], tools_called=calls, expected_tools=calls
+    )
+    metric = ToolCorrectnessMetric(model=NeverCalled(), async_mode=False, include_reason=True)
+
+    def once():
+        metric.measure(tc, _show_indicator=False)
+        assert metric.success
+
+    return median_us(once, n)
 
 
 def per_check(n: int = 2000) -> None:
+    # bench/deepeval.py would shadow the deepeval package: import from the project root, not from bench/.
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
     sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
     import yaml
 
     from kit.case import parse_case
@@ -216,6 +277,15 @@ def per_check(n: int = 2000) -> None:
             run_check(spec, trace)
             times.append(time.perf_counter_ns() - t)
         print(f"{spec.type:<16}{statistics.median(times) / 1000:>12.2f}")
+    pair = [
+        {"type": "trajectory", "tools": TOOLS, "mode": "in_order"},
+        {"type": "args", "tool": "issue_refund", "expected": {"order_id": "ORD-100003", "n": 3}},
+    ]
+    trajectory = parse_case({"id": "t", "input": "x", "checks": pair}, file="b", base_dir=ROOT, invariants={}).checks
+    kit_us = median_us(lambda: [run_check(spec, trace) for spec in trajectory], n)
+    de_us = deepeval_tool_correctness_us(raw, 500)
+    print(f"\nkit trajectory+args            {kit_us:>8.2f} µs")
+    print(f"DeepEval ToolCorrectnessMetric {de_us:>8.2f} µs   ({de_us / kit_us:.0f}x slower; target >= 10x)")
 
 
 def main() -> None:
@@ -236,9 +306,12 @@ def main() -> None:
             subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive.stdout, check=True)
             print(f"baseline: kit as of {a.baseline}")
         side_by_side(folder, files, a.rounds, baseline)
-    wall, importtime = import_ms("kit.evaluate")
-    print(f"\nimport kit.evaluate: {wall:.0f} ms (median of 7 fresh interpreters; -X importtime {importtime:.0f} ms; "
-          "target < 100)")  # fmt: skip
+        ms = import_ms("kit.evaluate", baseline)
+    shown = f"import kit.evaluate: {ms['kit']:.0f} ms (median of 7 fresh interpreters"
+    shown += f"; -X importtime {ms['importtime']:.0f} ms"
+    if "baseline" in ms:
+        shown += f"; baseline {ms['baseline']:.0f} ms, interleaved"
+    print(f"\n{shown}; target < 100)")
     if a.per_check:
         per_check()
 
