@@ -101,9 +101,12 @@ def redteam_parts(source: Path, out: Path) -> dict[str, Any]:
         path, _, fn = ref.removeprefix("file://").partition(":")
         return file_ref(base / path, out) + (f":{fn}" if fn else "")
 
+    default = data.get("defaultTest") or {}
     return {
         "redteam": {**data["redteam"], "injectVar": "input"},
-        "vars": dict((data.get("defaultTest") or {}).get("vars") or {}),
+        "vars": dict(default.get("vars") or {}),
+        # The graders' provider (grader.cjs, in Promptfoo's process); relative to the working directory too.
+        "options": dict(default.get("options") or {}),
         "extensions": [moved(e) for e in data.get("extensions") or []],
     }
 
@@ -141,6 +144,8 @@ def build(
     if redteam is not None:
         parts = redteam_parts(redteam, out)
         config["defaultTest"] = {"vars": parts["vars"], **config["defaultTest"]}
+        if parts["options"]:
+            config["defaultTest"]["options"] = parts["options"]
         config["extensions"] = list(dict.fromkeys([*parts["extensions"], *config["extensions"]]))
         config["redteam"] = parts["redteam"]
     return config, [str(e) for e in suite.errors]
