@@ -158,12 +158,13 @@ def verdict(
                 f"({f.passed} pass, {f.failed} fail, {f.errors} error, {f.skipped} skipped)"
             )
     if baseline_soft is not None and policy.baseline.soft_max_drop is not None:
-        before = {b["check"]: b["pass_rate"] for b in baseline_soft if b["pass_rate"] is not None}
-        for s in data.soft:
-            was, now = before.get(s["check"]), s["pass_rate"]
+        # The same rate as the floor's, on both sides: a judge's errors are not the agent's drop.
+        before = {b.rubric: b.rate for b in soft_floors(baseline_soft, policy) if b.rate is not None}
+        for f in soft_floors(data.soft, policy):
+            was, now = before.get(f.rubric), f.rate
             if was is not None and now is not None and was - now > policy.baseline.soft_max_drop + 1e-9:
                 fails.append(
-                    f"soft gate {s['check']}: pass rate dropped from {was:.2f} to {now:.2f} since the baseline "
+                    f"soft gate {f.rubric}: pass rate dropped from {was:.2f} to {now:.2f} since the baseline "
                     f"(at most {policy.baseline.soft_max_drop:.2f} allowed)"
                 )
     if baseline is not None:

@@ -98,3 +98,16 @@ def test_a_red_team_grader_is_a_soft_gate_its_judge_failing_an_error(store, tmp_
     # The oracle passed: the case passes its hard gates; the grader's verdict (or its judge's error) is soft.
     assert checks == [("PolicyViolation", "soft", outcome), ("no_pii", "hard", "pass")]
     assert passed == [(True,)]
+
+
+def test_judge_errors_are_no_drop_since_the_baseline(store, tmp_path, capsys):
+    base = _record(store, True, ["pass"] * 4)
+    _record(store, True, ["pass", "error", "error", "error"])
+    policy = "soft: {default_floor: 0.8}\nbaseline: {soft_max_drop: 0.1}\n"
+    cfg = tmp_path / "gates.yaml"
+    cfg.write_text(policy)
+    assert kit(["gate", "--store", str(store.path), "--config", str(cfg), "--baseline", base]) == 0
+    assert "dropped" not in capsys.readouterr().err
+    _record(store, True, ["pass", "fail", "error", "error"])
+    assert kit(["gate", "--store", str(store.path), "--config", str(cfg), "--baseline", base]) == 1
+    assert "rubric:tone: pass rate dropped from 1.00 to 0.50" in capsys.readouterr().err
