@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from kit.errors import error_line
+
+M = TypeVar("M", bound=BaseModel)
 
 CORPUS = Path(__file__).resolve().parents[2] / "redteam" / "attacks.yaml"
 CATEGORIES = (
@@ -56,24 +59,29 @@ def configured() -> Path:
 
 
 def load(path: Path | None = None) -> tuple[Attack, ...]:
-    path = path or configured()
-    return _load(str(path), path.stat().st_mtime_ns)
+    return read_attacks(path or configured(), Attack)
 
 
-@lru_cache(maxsize=4)
-def _load(path: str, _mtime: int) -> tuple[Attack, ...]:
+def read_attacks(path: Path, model: type[M]) -> tuple[M, ...]:
+    """A corpus file's `attacks:`, each validated as `model`, ids unique; an error names the file and the
+    attack. Read once per version of the file."""
+    return _read(str(path), path.stat().st_mtime_ns, model)
+
+
+@lru_cache(maxsize=8)
+def _read(path: str, _mtime: int, model: type[M]) -> tuple[M, ...]:
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    out: list[Attack] = []
+    out: list[M] = []
     seen: set[str] = set()
     for i, raw in enumerate(data.get("attacks") or []):
         try:
-            attack = Attack.model_validate(raw)
+            attack = model.model_validate(raw)
         except ValidationError as e:
             where = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
             raise ValueError(f"{path}: attack {where}: {error_line(e)}") from None
-        if attack.id in seen:
-            raise ValueError(f"{path}: attack {attack.id}: duplicate id")
-        seen.add(attack.id)
+        if attack.id in seen:  # type: ignore[attr-defined]
+            raise ValueError(f"{path}: attack {attack.id}: duplicate id")  # type: ignore[attr-defined]
+        seen.add(attack.id)  # type: ignore[attr-defined]
         out.append(attack)
     return tuple(out)
 

@@ -3,14 +3,12 @@ two turns of one line each. Each attack reaches Promptfoo as one prompt `{"turns
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kit.errors import error_line
 from kit_promptfoo.kit_request import encode_turns
+from kit_promptfoo.redteam.corpus import read_attacks
 
 CORPUS = Path(__file__).resolve().parents[2] / "redteam" / "multiturn.yaml"
 CATEGORY = "multi-turn"  # the `kit_category` modifier of its plugin in redteam/promptfooconfig.yaml
@@ -44,22 +42,4 @@ class Conversation(BaseModel):
 
 
 def load(path: Path = CORPUS) -> tuple[Conversation, ...]:
-    return _load(str(path), path.stat().st_mtime_ns)
-
-
-@lru_cache(maxsize=4)
-def _load(path: str, _mtime: int) -> tuple[Conversation, ...]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    out: list[Conversation] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(data.get("attacks") or []):
-        try:
-            attack = Conversation.model_validate(raw)
-        except ValidationError as e:
-            where = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
-            raise ValueError(f"{path}: attack {where}: {error_line(e)}") from None
-        if attack.id in seen:
-            raise ValueError(f"{path}: attack {attack.id}: duplicate id")
-        seen.add(attack.id)
-        out.append(attack)
-    return tuple(out)
+    return read_attacks(path, Conversation)

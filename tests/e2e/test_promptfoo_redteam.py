@@ -44,7 +44,13 @@ def test_generator_answers_a_plugin_template_with_its_category_as_prompt_lines()
 
 
 def test_hook_drops_llm_graders_without_a_judge_and_names_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    test = {"vars": {"prompt": "x"}, "assert": [{"type": "promptfoo:redteam:sql-injection"}, {"type": "python"}]}
+    test = {
+        "vars": {"prompt": "x"},
+        "assert": [{"type": "promptfoo:redteam:sql-injection"}, {"type": "python"}],
+        "metadata": {"pluginId": "sql-injection"},  # what Promptfoo gives every generated attack
+    }
+    golden = {"vars": {"input": "hi"}, "metadata": {"case_id": "refund-happy-path"}}
+    assert hooks.beforeAll({"suite": {"tests": [dict(golden)]}})["suite"]["tests"][0] == golden
     monkeypatch.delenv("KIT_JUDGE_MODEL", raising=False)
     out = hooks.beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]
     assert out["assert"] == [{"type": "python"}]
