@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from kit.chat_http import ChatEndpointError, post_chat_completion
 from kit.errors import KitInputError
 from kit.settings import Settings, load_settings
 
@@ -84,18 +83,11 @@ def prompt_hash(instruction: str) -> str:
 
 
 def _post(config: UserModelConfig, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(
-        config.base_url + "/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {config.api_key}"},
-    )
     try:
-        with urllib.request.urlopen(req, timeout=config.timeout_s) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:300]
-        raise UserModelError(f"{config.describe()} returned HTTP {exc.code}: {detail}") from None
-    except (urllib.error.URLError, TimeoutError, OSError, json.JSONDecodeError) as exc:
+        return post_chat_completion(config.base_url, config.api_key, body, config.timeout_s)
+    except ChatEndpointError as exc:
+        if exc.status is not None:
+            raise UserModelError(f"{config.describe()} returned {exc}") from None
         raise UserModelError(f"{config.describe()} failed: {exc}") from None
 
 

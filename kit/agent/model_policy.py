@@ -11,14 +11,13 @@ import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
 from kit.agent.cassette import Cassette
 from kit.agent.session import Session
 from kit.agent.tools import openai_tools
+from kit.chat_http import ChatEndpointError, post_chat_completion
 
 # A model id is pinned when it carries a date (2024-08-06, 20241022, or a -YYMM suffix such as -2407) or
 # an explicit version tag (-001, -v2, :1.0, @3). Anything else, or `latest`, may change under the suite.
@@ -98,18 +97,11 @@ def price(model: str, env: dict[str, str] | None = None) -> tuple[float, float] 
 
 
 def post_chat(config: ModelConfig, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(
-        config.base_url + "/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {config.api_key}"},
-    )
     try:
-        with urllib.request.urlopen(req, timeout=config.timeout_s) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:300]
-        raise ModelError(f"model endpoint returned HTTP {exc.code}: {detail}") from None
-    except (urllib.error.URLError, TimeoutError, json.JSONDecodeError) as exc:
+        return post_chat_completion(config.base_url, config.api_key, body, config.timeout_s)
+    except ChatEndpointError as exc:
+        if exc.status is not None:
+            raise ModelError(f"model endpoint returned {exc}") from None
         raise ModelError(f"model endpoint {config.base_url} failed: {exc}") from None
 
 
