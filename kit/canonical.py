@@ -60,11 +60,14 @@ def canonical_key(value: Any) -> bytes:
     times faster: orjson on the normalised value, and `canonical` itself for what orjson cannot write the
     same way (NaN, infinities, integers beyond 64 bits, values that are not JSON)."""
     try:
-        if type(value) is dict and all(type(v) in _SCALARS for v in value.values()):
-            value = {k if type(k) is str else str(k): v for k, v in value.items()}  # flat: nothing to normalise
-        else:
-            value = _plain(value)
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        # A flat object of strings, integers, booleans and nulls is already normal (a key that is not a
+        # string makes orjson raise, and the slow path below turns it into one).
+        if type(value) is dict and _SCALARS.issuperset(map(type, value.values())):
+            try:
+                return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            except TypeError:
+                pass
+        return orjson.dumps(_plain(value), option=orjson.OPT_SORT_KEYS)
     except (_NotPlainJson, TypeError, ValueError):
         return canonical(value).encode()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -114,6 +115,8 @@ def _chosen(calls: list[Span], which: Which) -> list[Span]:
 
 
 def _shown(v: Any) -> str:
+    if type(v) is str:  # what json.dumps writes for a string, without building an encoder per call
+        return short(encode_basestring_ascii(v))
     return short(json.dumps(v, default=str, sort_keys=True))
 
 

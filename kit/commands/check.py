@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
+
+import orjson
 
 from kit.aggregate import summarize
 from kit.case import load_suite
@@ -39,12 +42,29 @@ def main(args: argparse.Namespace) -> int:
     for e in errors:
         print(f"kit check: {e}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"results": [r.to_dict() for r in runs], "summary": summarize(runs)}, indent=None))
+        print_json({"results": [r.to_dict() for r in runs], "summary": summarize(runs)})
     else:
         print_text(runs)
     if errors:
         return 2
     return 0 if all(r.passed for r in runs) else 1
+
+
+def print_json(obj: dict[str, Any]) -> None:
+    """One compact JSON object and a newline. orjson writes it ~8x faster than json; what orjson refuses
+    (a lone surrogate a hostile trace put into a reason, an integer beyond 64 bits) is written by json."""
+    try:
+        data = orjson.dumps(obj)
+    except (TypeError, ValueError):
+        print(json.dumps(obj))
+        return
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # a text-only stdout (redirected in process)
+        print(data.decode())
+        return
+    sys.stdout.flush()
+    out.write(data + b"\n")
+    out.flush()
 
 
 def print_text(runs: list[CaseRun]) -> None:
