@@ -100,7 +100,7 @@ def _on_tick(signum: int, frame: Any) -> None:
     # A running query is the watchdog's to stop, with an error that names it; the signal is the fallback.
     limit = CHECK_TIMEOUT * (2 if watch.sql is not None else 1)
     if elapsed >= limit:
-        raise CheckTimeout(f"the check ran longer than {limit:g} s and was stopped")
+        raise CheckTimeout(f"the check ran longer than {CHECK_TIMEOUT:g} s and was stopped")
     watch.arm(min(limit - elapsed, CHECK_TIMEOUT / 4) if watch.sql is not None else limit - elapsed)
 
 
