@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from kit.errors import KitInputError
 from kit.runner.suite import Outcome
 from kit.store.rows import case_rows, shaped
@@ -118,10 +120,16 @@ def _source(con: Any, p: Path, table: str) -> str:
         raise KitInputError(f"cannot read shard file: {e}", file=str(p)) from None
     if not isinstance(data, dict) or table not in data:
         raise KitInputError(f"not a shard file: no {table!r} table", file=str(p))
+    rows = data[table]
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise KitInputError(f"not a shard file: {table!r} must be a list of rows (objects)", file=str(p))
     schema = ", ".join(f'"{name}" {kind}' for name, kind in columns(table))
     con.execute("DROP TABLE IF EXISTS _shard_src")
     con.execute(f"CREATE TEMP TABLE _shard_src ({schema})")
-    _insert(con, "_shard_src", data[table], _names(table))
+    try:
+        _insert(con, "_shard_src", rows, _names(table))
+    except duckdb.Error as e:
+        raise KitInputError(f"not a shard file: table {table!r}: {str(e).splitlines()[0]}", file=str(p)) from None
     return "_shard_src"
 
 
