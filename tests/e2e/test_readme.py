@@ -4,10 +4,14 @@ checked against .ci/run instead of being run again."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -45,6 +49,35 @@ def copy_repo(dest: Path) -> None:
             (dest / installed).symlink_to(ROOT / installed)
 
 
+def serves_until_interrupted(cmd: str, repo: Path, env: dict[str, str], port: int = 15500) -> str | None:
+    """Start a server command, wait until it answers on loopback, stop it with SIGINT (Ctrl-C): None, or
+    what went wrong."""
+    proc = subprocess.Popen(
+        ["bash", "-c", cmd], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, start_new_session=True, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return f"exited {proc.returncode} before serving: {(proc.stdout.read() if proc.stdout else '')[-500:]}"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as r:
+                    if r.status == 200:
+                        return None
+            except OSError:
+                time.sleep(1)
+        return f"never answered on 127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 @pytest.mark.skipif(not (ROOT / ".venv").exists(), reason="needs the project's .venv (make install)")
 def test_every_readme_command_runs_as_documented(tmp_path):
     repo = tmp_path / "repo"
@@ -56,8 +89,13 @@ def test_every_readme_command_runs_as_documented(tmp_path):
     for cmd, want in readme_commands():
         if cmd.startswith("make test"):
             continue  # this test is part of `make test`; CI runs it (checked above)
-        proc = subprocess.run(["bash", "-c", cmd], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
         ran += 1
+        if "promptfoo view" in cmd:  # a server: it must come up and answer, then stop on Ctrl-C
+            problem = serves_until_interrupted(cmd, repo, env)
+            if problem:
+                failures.append(f"{cmd!r}: {problem}")
+            continue
+        proc = subprocess.run(["bash", "-c", cmd], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
         if proc.returncode != want:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
             failures.append(f"{cmd!r} exited {proc.returncode}, README says {want}:\n    " + "\n    ".join(tail))
