@@ -17,7 +17,7 @@ from kit.case import Case
 from kit.judge import NO_JUDGE_REASON, JudgeConfig
 from kit_deepeval.caselog import CaseLog
 from kit_deepeval.judge_model import JudgeError, KitJudgeModel
-from kit_deepeval.rubric_metric import RubricMetric
+from kit_deepeval.rubric_metric import RubricMetric, soft_gate_fields
 from kit_deepeval.rubrics import Rubric, RubricSet
 
 
@@ -30,15 +30,7 @@ class ConversationalRubricMetric(BaseConversationalMetric):
         skip_reason: str = NO_JUDGE_REASON,
         async_mode: bool = True,
     ) -> None:
-        self.rubric = rubric
-        self.judge = judge
-        self.log = log
-        self.skip_reason = skip_reason
-        self.async_mode = async_mode
-        self.threshold = rubric.threshold
-        self.flaky = True  # soft gate: shown, stored, never fails the case on its own
-        self.include_reason = True
-        self.evaluation_model = judge.model if judge is not None else None
+        soft_gate_fields(self, rubric, judge, log, skip_reason, async_mode)
         # The single-turn metric's bookkeeping (skips, verdicts, the CaseLog) is reused as is.
         self._single = RubricMetric(rubric, judge, log, skip_reason, async_mode)
 

@@ -31,6 +31,21 @@ from kit_deepeval.rubrics import Rubric, RubricSet, case_context, retrieved
 _DRAFTED_STEPS: dict[tuple[str, str, str], list[str]] = {}
 
 
+def soft_gate_fields(
+    metric: Any, rubric: Rubric, judge: JudgeConfig | None, log: CaseLog | None, skip_reason: str, async_mode: bool
+) -> None:
+    """What every rubric metric (single-turn or conversational) carries: DeepEval's fields and the kit's."""
+    metric.rubric = rubric
+    metric.judge = judge
+    metric.log = log
+    metric.skip_reason = skip_reason
+    metric.async_mode = async_mode
+    metric.threshold = rubric.threshold
+    metric.flaky = True  # soft gate: shown, stored, never fails the case on its own
+    metric.include_reason = True
+    metric.evaluation_model = judge.model if judge is not None else None
+
+
 class RubricMetric(BaseMetric):
     def __init__(
         self,
@@ -40,15 +55,7 @@ class RubricMetric(BaseMetric):
         skip_reason: str = NO_JUDGE_REASON,
         async_mode: bool = True,
     ) -> None:
-        self.rubric = rubric
-        self.judge = judge
-        self.log = log
-        self.skip_reason = skip_reason
-        self.async_mode = async_mode
-        self.threshold = rubric.threshold
-        self.flaky = True  # soft gate: shown, stored, never fails the case on its own
-        self.include_reason = True
-        self.evaluation_model = judge.model if judge is not None else None
+        soft_gate_fields(self, rubric, judge, log, skip_reason, async_mode)
         self.verdict: SoftVerdict | None = None
 
     @property
