@@ -3,18 +3,22 @@ CheckSpec). A check that raises is an `error` that keeps its traceback, never a 
 
 from __future__ import annotations
 
-import traceback
+from typing import TYPE_CHECKING
 
-from kit.case import Case, CheckSpec
 from kit.checks import REGISTRY
 from kit.result import CaseRun, Result, Verdict
-from kit.trace import Trace
+
+if TYPE_CHECKING:  # judging needs neither pydantic nor YAML: the trace and the case come made
+    from kit.case import Case, CheckSpec
+    from kit.trace import Trace
 
 
 def run_check(spec: CheckSpec, trace: Trace) -> Result:
     try:
         verdict = REGISTRY[spec.type].fn(trace, **spec.params)
     except Exception as e:  # a crashing check must be visible as an error, not a pass or a crash
+        import traceback  # only a check that raises needs it
+
         text = str(e).strip()
         first_line = text.splitlines()[0] if text else ""
         return Result(

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import hashlib
 import json
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.canonical import canonical
 from kit.checks import limits
-from kit.checks.params import Sql
 from kit.checks.registry import check
 from kit.checks.text import short
 from kit.result import Verdict
-from kit.trace import Trace
+
+if TYPE_CHECKING:  # hints resolved by the registry when parameters are first parsed
+    from kit.checks.params import Sql
+    from kit.trace import Trace
 
 # Rows read from a query beyond those expected: enough to show what is wrong, never the whole of a runaway.
 MAX_ROWS = 10_000
@@ -39,6 +40,8 @@ def _column_type(values: list[Any]) -> str:
 
 def _content_key(rows: list[dict[str, Any]], columns: list[str] | None) -> bytes:
     # Column order matters to `SELECT *`, so the key keeps key order (unlike `canonical`).
+    import hashlib  # only traces with an end state need it
+
     text = json.dumps([columns, rows], default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
-from kit.checks.params import Pattern, Schema
 from kit.checks.registry import check
 from kit.checks.text import find_pii, normalise_text, numbers_in, short
 from kit.result import Verdict
-from kit.trace import Trace
 
-# Numbers a check can meet: NaN equals nothing and an infinite target is no answer.
-Finite = Annotated[float, Field(allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+if TYPE_CHECKING:  # hints resolved by the registry when parameters are first parsed
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from kit.checks.params import Finite, NonNegative, Pattern, Schema
+    from kit.trace import Trace
 
 
 @check("exact")

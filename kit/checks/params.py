@@ -1,4 +1,8 @@
-"""Parameter types that compile once at load time: regexes (with a timeout), JSON Schemas, SQL."""
+"""Parameter types that compile once at load time: regexes (with a timeout), JSON Schemas, SQL; and the
+constrained types of the catalogue's parameters.
+
+Imported when a case's parameters are first parsed (it imports pydantic): the check modules import these
+names for type checkers only, and the registry resolves their hints in `HINTS`."""
 
 from __future__ import annotations
 
@@ -7,10 +11,10 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BeforeValidator, ValidationInfo
+from pydantic import BeforeValidator, Field, ValidationInfo
 
 # A user-written pattern runs under this timeout (seconds): catastrophic backtracking becomes an
 # `error` outcome naming the pattern, never a hung suite.
@@ -213,3 +217,30 @@ def _sql(v: Any) -> ReadOnlySql:
 
 
 Sql = Annotated[ReadOnlySql, BeforeValidator(_sql)]
+
+
+# Constrained types of the catalogue's parameters.
+NonEmpty = Annotated[list[str], Field(min_length=1)]  # an empty list of tools passes or fails vacuously
+# Numbers a check can meet: NaN equals nothing and an infinite target is no answer.
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# A negative limit can never hold and a NaN one always does (nothing compares greater than NaN).
+Count = Annotated[int, Field(ge=0)]
+Amount = Annotated[float, Field(ge=0)]  # NaN fails ge=0; .inf (no limit) is allowed
+
+# The names a check's hints may use without importing them at run time (a check module's own names win).
+HINTS: dict[str, Any] = {
+    "Annotated": Annotated,
+    "Any": Any,
+    "Literal": Literal,
+    "Field": Field,
+    "Pattern": Pattern,
+    "Schema": Schema,
+    "ToolSchemas": ToolSchemas,
+    "Sql": Sql,
+    "NonEmpty": NonEmpty,
+    "Finite": Finite,
+    "NonNegative": NonNegative,
+    "Count": Count,
+    "Amount": Amount,
+}

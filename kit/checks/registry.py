@@ -4,22 +4,29 @@ A check is `fn(trace, **params) -> Verdict`. Its parameters are its keyword argu
 hints are the parameter schema: the registry builds a pydantic model from the signature, so a case's
 parameters are validated (and regexes, schemas and SQL compiled) once, when the case is loaded, never
 while it runs. A check does not name its result: the runner does, from the decorator's label.
+
+Pydantic is imported when a case's parameters are first parsed, not with the registry: judging a trace
+(`kit.evaluate`) needs neither. So hint names a check module imports only for type checkers (`Field`,
+`Pattern`, ...) are resolved then, from `kit.checks.params.HINTS`; the module's own names come first.
 """
 
 from __future__ import annotations
 
 import inspect
 import string
+import sys
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from typing import TYPE_CHECKING, Annotated, Any
 
 from kit.checks.limits import bounded
 from kit.errors import describe_errors
 from kit.result import Verdict
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 CheckFn = Callable[..., Verdict]
 
@@ -43,6 +50,8 @@ class CheckDef:
 
     def parse(self, raw: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """Validated (and compiled) parameters, or ValueError with a one-line message."""
+        from pydantic import ValidationError
+
         try:
             model = self.params.model_validate(raw, context=context)
         except ValidationError as e:
@@ -95,8 +104,32 @@ def _keyword_only(type_: str, fn: CheckFn) -> None:
             raise TypeError(f"check {type_}: parameter {name} must be keyword-only")
 
 
+def _param_hints(fn: CheckFn) -> dict[str, Any]:
+    """The type hints of the parameters after the trace (the trace's and the return's are not needed, so
+    a module may import `Trace` and `Verdict` for type checkers only)."""
+    from kit.checks.params import HINTS
+
+    wanted = list(inspect.signature(fn).parameters)[1:]
+    annotations = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k in wanted}
+    holder = types.SimpleNamespace(__annotations__=annotations)
+    return typing.get_type_hints(holder, globalns={**HINTS, **_globals(fn)}, include_extras=True)
+
+
+def _globals(fn: Any) -> dict[str, Any]:
+    """The names `typing.get_type_hints(fn)` would resolve hints in: a function's (a wrapper's: the
+    wrapped function's) globals, else its module's."""
+    inner = inspect.unwrap(fn)
+    found = getattr(inner, "__globals__", None)
+    if found is None:
+        module = sys.modules.get(getattr(inner, "__module__", None) or "")
+        found = vars(module) if module is not None else {}
+    return found
+
+
 def _params_model(type_: str, fn: CheckFn) -> type[BaseModel]:
-    hints = typing.get_type_hints(fn, include_extras=True)
+    from pydantic import BaseModel, ConfigDict, Field, create_model
+
+    hints = _param_hints(fn)
     fields: dict[str, Any] = {}
     for name, p in list(inspect.signature(fn).parameters.items())[1:]:  # skip the trace
         default = ... if p.default is inspect.Parameter.empty else p.default

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from kit.checks.registry import check
 from kit.result import Verdict
-from kit.trace import Trace
+
+if TYPE_CHECKING:  # hints resolved by the registry when parameters are first parsed
+    from kit.checks.params import Amount, Count
+    from kit.trace import Trace
 
 
 @check("finished")
@@ -19,9 +20,6 @@ def finished(trace: Trace) -> Verdict:
     return Verdict(False, f"run ended by {how}, not by the finish action")
 
 
-# A negative limit can never hold and a NaN one always does (nothing compares greater than NaN).
-Count = Annotated[int, Field(ge=0)]
-Amount = Annotated[float, Field(ge=0)]  # NaN fails ge=0; .inf (no limit) is allowed
 BUDGET_KEYS = ("steps", "tool_calls", "tokens", "cost_usd", "latency_ms")
 
 

@@ -12,20 +12,23 @@ import json
 import math
 from collections import Counter
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Annotated, Any, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any, Literal
 
 from kit.canonical import deep_equal, dotted, partial_equal
-from kit.checks.params import Pattern, ToolSchemas
 from kit.checks.registry import check
 from kit.checks.text import short
 from kit.result import Verdict
-from kit.trace import Span, Trace
+
+if TYPE_CHECKING:  # hints resolved by the registry when parameters are first parsed
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from kit.checks.params import NonEmpty, Pattern, ToolSchemas
+    from kit.trace import Span, Trace
 
 Which = Literal["any", "first", "last", "all"]
 Calls = Literal["all", "ok"]
-NonEmpty = Annotated[list[str], Field(min_length=1)]  # an empty list of tools passes or fails vacuously
 
 
 class _Unset:
