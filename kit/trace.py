@@ -24,7 +24,6 @@ from pydantic import (
 from pydantic_core import CoreSchema, core_schema
 from typing_extensions import TypedDict
 
-from kit.canonical import canonical, canonical_key
 from kit.errors import KitInputError, error_line
 
 
@@ -123,7 +122,7 @@ class Span:
     attributes). A plain object over its validated fields: a trace of 50 spans is read several times faster
     than as 50 pydantic models. `Span(**fields)` and `Span.model_validate(data)` validate as before."""
 
-    __slots__ = ("__dict__", "_canonical", "_key")
+    __slots__ = ("__dict__",)
 
     kind: str
     # Defaults of absent fields (class attributes; `input` is always set on the instance).
@@ -167,21 +166,6 @@ class Span:
 
     def __repr__(self) -> str:
         return "Span(" + ", ".join(f"{k}={v!r}" for k, v in self.model_dump().items()) + ")"
-
-    @property
-    def canonical_input(self) -> str:
-        got: str | None = getattr(self, "_canonical", None)
-        if got is None:
-            got = self._canonical = canonical(self.input)
-        return got
-
-    @property
-    def input_key(self) -> bytes:
-        """Equal for two spans exactly when their canonical inputs are (see `canonical_key`)."""
-        got: bytes | None = getattr(self, "_key", None)
-        if got is None:
-            got = self._key = canonical_key(self.input)
-        return got
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -312,15 +296,15 @@ class Trace(BaseModel):
     # Derived data, computed once and shared by all checks of this trace.
     @cached
     def tool_calls(self) -> tuple[Span, ...]:
-        return tuple(s for s in self.spans if s.kind == "tool")
+        return tuple([s for s in self.spans if s.kind == "tool"])
 
     @cached
     def tool_names(self) -> tuple[str, ...]:
-        return tuple(s.name or "" for s in self.tool_calls)
+        return tuple([s.name or "" for s in self.tool_calls])
 
     @cached
     def llm_spans(self) -> tuple[Span, ...]:
-        return tuple(s for s in self.spans if s.kind == "llm")
+        return tuple([s for s in self.spans if s.kind == "llm"])
 
     @cached
     def output(self) -> str:

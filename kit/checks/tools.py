@@ -14,7 +14,7 @@ from collections import Counter
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
 
-from kit.canonical import deep_equal, dotted, partial_equal
+from kit.canonical import canonical, canonical_key, deep_equal, dotted, partial_equal
 from kit.checks.registry import check
 from kit.checks.text import short
 from kit.result import Verdict
@@ -92,9 +92,10 @@ def called(trace: Trace, *, tool: str, min: Annotated[int, Field(ge=1)] = 1, cal
 @check("not_called", label="not_called:{tool}")
 def not_called(trace: Trace, *, tool: str | NonEmpty, calls: Calls = "all") -> Verdict:
     tools = [tool] if isinstance(tool, str) else tool
-    counts = Counter(n for n in _names(trace, calls) if n in tools)
-    if not counts:
+    names = _names(trace, calls)
+    if set(tools).isdisjoint(names):
         return Verdict(True)
+    counts = Counter(n for n in names if n in tools)
     ok = _ok(calls)
     shown = "; ".join(f"forbidden {t} was called{ok} {_times(c)}" for t, c in counts.items())
     return Verdict(False, shown)
@@ -214,8 +215,11 @@ def args(
     return Verdict(False, f"{tool} arguments {_shown(bad.input)}, want {mode} match of {_shown(expected)}")
 
 
-def _first_step(steps: tuple[tuple[int, Span], ...], tool: str) -> int | None:
-    return next((i for i, s in steps if s.name == tool), None)
+def _first_step(trace: Trace, calls: Calls, tool: str) -> int | None:
+    if calls == "all" and tool:  # the step of the first call named `tool`, found in C (names hold `name or ""`)
+        names = trace.tool_names
+        return names.index(tool) + 1 if tool in names else None
+    return next((i for i, s in _steps(trace, calls) if s.name == tool), None)
 
 
 def _validate_order(params: dict[str, Any]) -> None:
@@ -225,8 +229,7 @@ def _validate_order(params: dict[str, Any]) -> None:
 
 @check("order", label="order:{before}<{after}", validate=_validate_order)
 def order(trace: Trace, *, before: str, after: str, calls: Calls = "all") -> Verdict:
-    steps = _steps(trace, calls)
-    i, j = _first_step(steps, before), _first_step(steps, after)
+    i, j = _first_step(trace, calls, before), _first_step(trace, calls, after)
     ok = _ok(calls)
     if i is None and j is None:
         return Verdict(False, f"neither {before} nor {after} was called{ok}")
@@ -299,12 +302,13 @@ def trajectory(
 @check("no_repeat")
 def no_repeat(trace: Trace, *, calls: Calls = "all") -> Verdict:
     spans = _in_scope(trace, calls)
-    counts = Counter((s.name, s.input_key) for s in spans)
-    if len(counts) == len(spans):
+    keys = [(s.name, canonical_key(s.input)) for s in spans]
+    if len(set(keys)) == len(keys):
         return Verdict(True)
+    counts = Counter(keys)
     repeats = [(k, c) for k, c in counts.items() if c > 1]
     (tool, key), c = max(repeats, key=lambda kc: kc[1])
-    canon = next(s.canonical_input for s in spans if s.name == tool and s.input_key == key)
+    canon = canonical(spans[keys.index((tool, key))].input)
     more = f" (+{len(repeats) - 1} more repeated calls)" if len(repeats) > 1 else ""
     return Verdict(False, f"{tool} called{_ok(calls)} {c} times with the same arguments {short(canon)}{more}")
 

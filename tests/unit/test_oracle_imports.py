@@ -98,14 +98,21 @@ def _logged(fn):
     return wrapper
 
 
-@check("test_hints_at_most_pattern")
 @_logged
 def _at_most_pattern(trace: Trace, *, pattern: Pattern, n: Count = 1) -> Verdict:
     got = len([s for s in trace.tool_calls if pattern.fullmatch(s.name or "")])
     return Verdict(got <= n, f"{got} calls match {pattern.source!r}")
 
 
-def test_a_check_s_hints_resolve_from_the_parameter_types_and_through_a_wrapper():
+@pytest.fixture
+def at_most_pattern():
+    """The check above, registered for one test (the golden set must cover every registered type)."""
+    check("test_hints_at_most_pattern")(_at_most_pattern)
+    yield
+    del REGISTRY["test_hints_at_most_pattern"]
+
+
+def test_a_check_s_hints_resolve_from_the_parameter_types_and_through_a_wrapper(at_most_pattern):
     fields = REGISTRY["test_hints_at_most_pattern"].params.model_fields
     assert list(fields) == ["pattern", "n"]
     trace = make_trace(tool("lookup_order"), tool("lookup_user"), tool("send_email"))
