@@ -114,15 +114,26 @@ def _next_id(sb: Sandbox, table: str, column: str, prefix: str) -> str:
     return f"{prefix}{n + 1:04d}"
 
 
+def _fold(text: str) -> str:
+    """Lower case, each character on its own (no final sigma; the dotted capital I is a plain i): the
+    lookups' case folding since the first sandbox, kept so the same emails match."""
+    return text.replace("\u0130", "i").replace("\u03a3", "\u03c3").lower()
+
+
+def _phone_digits(text: str) -> str:
+    return "".join(ch for ch in text if "0" <= ch <= "9")
+
+
 def lookup_customer(sb: Sandbox, args: dict[str, Any]) -> dict[str, Any]:
+    # Matched here, not in SQL: the rules (case-insensitive email, a phone's ASCII digits) stay the same
+    # whatever the database's own lower() and regular expressions do. The first match in table order wins.
     if "email" in args:
-        rows = sb.query("SELECT customer_id FROM customers WHERE lower(email) = lower(?)", [args["email"]])
+        column, key, wanted = "email", _fold, _fold(args["email"])
     else:
-        digits = "".join(ch for ch in args["phone"] if ch.isdigit())
-        rows = sb.query(
-            "SELECT customer_id FROM customers WHERE regexp_replace(phone, '[^0-9]', '', 'g') = ?", [digits]
-        )
-    return {"found": bool(rows), "customer_id": rows[0]["customer_id"] if rows else None}
+        column, key, wanted = "phone", _phone_digits, "".join(ch for ch in args["phone"] if ch.isdigit())
+    rows = sb.query(f"SELECT customer_id, {column} AS value FROM customers ORDER BY rowid")
+    hit = next((r for r in rows if r["value"] is not None and key(r["value"]) == wanted), None)
+    return {"found": hit is not None, "customer_id": hit["customer_id"] if hit else None}
 
 
 def verify_identity(sb: Sandbox, args: dict[str, Any]) -> dict[str, Any]:
