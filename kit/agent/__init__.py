@@ -1,4 +1,4 @@
-"""The reference agent: a support desk for an online shop with real tools over a DuckDB sandbox.
+"""The reference agent: a support desk for an online shop with real tools over a SQLite sandbox.
 
 from kit.agent import run_agent
 trace = run_agent("Where is my order ORD-100002?", case_id="c1", context={"customer_id": "C001"})

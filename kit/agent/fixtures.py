@@ -8,7 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-# Column types of every sandbox table, in order; the fixture rows must use exactly these keys.
+# Column types of every sandbox table, in order (a VARCHAR holds a string, a DOUBLE a float, either may be
+# NULL); the fixture rows must use exactly these keys.
 TABLES: dict[str, dict[str, str]] = {
     "customers": {
         "customer_id": "VARCHAR",
@@ -38,9 +39,6 @@ TABLES: dict[str, dict[str, str]] = {
     "handoffs": {"ticket_id": "VARCHAR", "customer_id": "VARCHAR", "reason": "VARCHAR", "summary": "VARCHAR"},
     "kb_articles": {"article_id": "VARCHAR", "title": "VARCHAR", "tags": "VARCHAR", "body": "VARCHAR"},
 }
-
-# Tables a tool may write: only these are copied per run (the others are read from the shared seed).
-WRITABLE = ("orders", "refunds", "emails", "handoffs")
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "golden" / "fixtures" / "shop.json"
 
