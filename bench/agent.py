@@ -156,7 +156,7 @@ def suite_table() -> None:
     from kit.evaluate import evaluate
     from kit.trace import parse_trace
 
-    cases = load_suite(ROOT / "golden" / "cases").cases
+    cases = _single_turn(list(load_suite(ROOT / "golden" / "cases").cases))
     run_agent("warm up", case_id="w")
     rows = []
     for mode in ("live", "replay"):
@@ -173,7 +173,7 @@ def suite_table() -> None:
                 eval_s += t2 - t1
                 per_run.append((t1 - t0) * 1000)
         rows.append((mode, len(per_run), statistics.median(per_run), max(per_run), agent_s, eval_s))
-    print(f"golden suite: {len(cases)} cases x {REPEATS} runs, one process")
+    print(f"golden suite: {len(cases)} single-turn cases x {REPEATS} runs, one process")
     print(f"{'mode':8}{'runs':>6}{'median run ms':>15}{'max run ms':>12}{'agent s':>10}{'evaluate s':>12}")
     for mode, n, med, mx, a, e in rows:
         print(f"{mode:8}{n:>6}{med:>15.2f}{mx:>12.2f}{a:>10.2f}{e:>12.2f}")
