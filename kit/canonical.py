@@ -74,6 +74,8 @@ def canonical_key(value: Any) -> bytes:
 
 def deep_equal(a: Any, b: Any, tol: float = 0.0) -> bool:
     """Deep equality of JSON values: numbers by value (within `tol`), bool never equal to a number."""
+    if type(a) is str and type(b) is str:  # the usual argument, decided before the isinstance chain below
+        return a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
