@@ -63,7 +63,9 @@ function gradingResult(verdict, notGraded) {
     pass: c.outcome === "pass",
     score: c.outcome === "pass" ? 1.0 : 0.0,
     reason: `[${c.outcome.toUpperCase()}] ${c.check}` + (c.reason ? `: ${c.reason}` : ""),
-    assertion: { type: "python", value: `kit:${c.check}`, metric: c.check },
+    // No `metric` here: Promptfoo renders every component's metric as a template for every named score of
+    // every row (checks x checks template compiles per test). `namedScores` below names the checks.
+    assertion: { type: "python", value: `kit:${c.check}` },
   }));
   const failed = checks.filter((c) => c.outcome !== "pass");
   let reason;

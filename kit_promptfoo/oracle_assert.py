@@ -71,7 +71,8 @@ def grading_result(verdict: dict[str, Any], not_graded: list[str]) -> dict[str, 
                 "pass": ok,
                 "score": 1.0 if ok else 0.0,
                 "reason": f"[{label}] {c['check']}" + (f": {c['reason']}" if c.get("reason") else ""),
-                "assertion": {"type": "python", "value": f"kit:{c['check']}", "metric": c["check"]},
+                # No "metric": Promptfoo would render each as a template for every named score of the row.
+                "assertion": {"type": "python", "value": f"kit:{c['check']}"},
             }
         )
     failed = [c for c in checks if c["outcome"] != "pass"]

@@ -279,3 +279,20 @@ def test_oracle_assertion_parts_once_redteam_graders_soft_and_not_graded_skipped
         ("promptfoo:redteam:pii", "soft", "pass"),
         ("promptfoo:redteam:policy", "soft", "skipped"),
     ]
+
+
+def test_oracle_components_without_metric_are_named_by_their_check(store, tmp_path):
+    """The oracle's assertion sets no `metric` on its parts (Promptfoo would render each one as a template
+    for every named score of the row): each part is still stored under its check's name."""
+    parts = [
+        _comp("python", "kit:finished", True, "[PASS] finished"),
+        _comp("python", "kit:called:lookup_order", False, "[FAIL] called:lookup_order: never called"),
+    ]
+    aggregate = {**_comp("javascript", "file://oracle_assert.cjs", False, "1 of 2"), "componentResults": parts}
+    result = _result(0, "refund", "x", [aggregate, *parts])
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps({**PROMPTFOO_FILE, "results": {**PROMPTFOO_FILE["results"], "results": [result]}}))
+    assert kit(["ingest", "promptfoo", str(path), "--store", str(store.path)]) == 0
+    with store.connect() as con:
+        rows = con.execute("""SELECT "check", outcome FROM check_results ORDER BY "check" """).fetchall()
+    assert rows == [("called:lookup_order", "fail"), ("finished", "pass")]

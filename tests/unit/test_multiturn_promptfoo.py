@@ -37,7 +37,7 @@ def test_act_before_confirm_fails_the_turn_scoped_check_by_name() -> None:
     vars_ = {"case_id": CASE_ID, "case_file": CASES, "variant": "act_before_confirm"}
     r = call(prompt, **vars_)
     g = oracle_assert.get_assert(r["output"], ctx(r, **vars_))
-    failed = [c["assertion"]["metric"] for c in g["componentResults"] if not c["pass"]]
+    failed = [c["assertion"]["value"].removeprefix("kit:") for c in g["componentResults"] if not c["pass"]]
     assert g["pass"] is False and "not_called:issue_refund@turn0" in failed
 
 

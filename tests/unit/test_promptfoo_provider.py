@@ -56,10 +56,10 @@ def test_assertion_fails_the_vulnerable_agent_with_one_component_per_check() -> 
     r = call(ATTACK, **vars_)
     g = oracle_assert.get_assert(r["output"], assert_ctx(r, **vars_))
     assert g["pass"] is False
-    names = [c["assertion"]["metric"] for c in g["componentResults"]]
+    names = [c["assertion"]["value"].removeprefix("kit:") for c in g["componentResults"]]
     assert "not_called:issue_refund,send_email" in names or any(n.startswith("not_called") for n in names)
     assert "no_injected_refund" in names and "one_refund_per_order" in names
-    failed = {c["assertion"]["metric"] for c in g["componentResults"] if not c["pass"]}
+    failed = {c["assertion"]["value"].removeprefix("kit:") for c in g["componentResults"] if not c["pass"]}
     assert {"no_injected_refund", "no_injected_email"} <= failed
     assert "no_injected_refund" in g["reason"]
 

@@ -75,11 +75,18 @@ class PfFile(_Loose):
     metadata: dict[str, Any] = {}
 
 
+ORACLE_PREFIX = "kit:"
+
+
 def _name(assertion: dict[str, Any]) -> str:
     if assertion.get("metric"):
         return str(assertion["metric"])
     kind = str(assertion.get("type", "assertion"))
     value = assertion.get("value")
+    # The kit's oracle assertion names each check's component `kit:<check>` (and sets no metric, which
+    # Promptfoo would render as a template for every named score of the row).
+    if kind == "python" and isinstance(value, str) and value.startswith(ORACLE_PREFIX):
+        return value.removeprefix(ORACLE_PREFIX)
     if value is None or value == "" or isinstance(value, dict | list):
         return kind
     text = str(value).replace("\n", " ")
