@@ -25,7 +25,7 @@ from kit.errors import KitInputError
 from kit.result import CaseRun
 from kit.runner import invoke
 from kit.runner.agents import Agent, configured_agent
-from kit.settings import load_settings
+from kit.settings import Settings, load_settings
 from kit_promptfoo.digest import seal
 from kit_promptfoo.kit_request import KitVars, load_case, merged, request_case
 
@@ -41,15 +41,10 @@ def _cost(trace: dict[str, Any]) -> float:
     return float(sum(float(s.get("cost_usd") or 0) for s in trace.get("spans", [])))
 
 
-def _agent(req: KitVars) -> Agent:
+def _agent(req: KitVars, settings: Settings) -> Agent:
     """The settings' agent (the user's, exactly as `kit run --agent` takes it), else the reference agent; the
     target's own variant (the red team's control) wins over the settings' (`make evals VARIANT=...`)."""
-    return configured_agent(load_settings(), variant=req.variant, policy=req.policy)
-
-
-def timeout_s() -> float:
-    """Seconds one run may take before it is an error, not a hung eval (as `kit run --timeout`)."""
-    return load_settings().agent_timeout
+    return configured_agent(settings, variant=req.variant, policy=req.policy)
 
 
 def verdict(case_run: CaseRun) -> dict[str, Any]:
@@ -76,9 +71,11 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     started = time.perf_counter()
     vars_ = (context or {}).get("vars") or {}
     try:
+        # Once per call: the worker outlives edits to pyproject.toml and KIT_* can differ per call.
+        settings = load_settings()
         req = merged((options or {}).get("config"), vars_)
         case = load_case(req.case_file, req.case_id) if req.case_file and req.case_id else None
-        agent = _agent(req)
+        agent = _agent(req, settings)
     except (ValueError, KitInputError) as e:
         return {"error": str(e)}
     run_case = _own_copy(request_case(req, case, prompt))
@@ -86,13 +83,13 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         attempt = int(vars_.get("__repeatIndex") or 0)
     except (TypeError, ValueError):
         return {"error": f"__repeatIndex: {vars_.get('__repeatIndex')!r} is not a whole number"}
-    run = invoke(agent, run_case, attempt, timeout=timeout_s())
+    run = invoke(agent, run_case, attempt, timeout=settings.agent_timeout)
     if run.case_run.skipped is not None:  # Promptfoo has no "skipped": an error, never a pass
         return {"error": f"case '{run_case.id}': skipped: {run.case_run.skipped}"}
     if run.trace is None:  # the agent raised, hung or gave no trace: an infrastructure error, shown as such
         return {"error": f"case '{run_case.id}': {run.case_run.error}"}
     trace = run.trace
-    variant = req.variant or load_settings().variant or run_case.variant
+    variant = req.variant or settings.variant or run_case.variant
     kit: dict[str, Any] = {"case_id": run_case.id, "case_file": req.case_file, "variant": variant}
     if case is not None:
         kit["verdict"] = verdict(run.case_run)
