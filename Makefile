@@ -104,7 +104,7 @@ bench-store: $(STAMP)
 .PHONY: promptfoo-redteam
 promptfoo-redteam: $(STAMP) $(NPM_STAMP)
 	@mkdir -p $(PF_OUT)
-	$(PROMPTFOO) redteam run -c redteam/promptfooconfig.yaml -o redteam/redteam.yaml --force --no-progress-bar; \
+	$(PROMPTFOO) redteam run -c redteam/promptfooconfig.yaml --force --no-progress-bar; \
 	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 100 ] || exit $$status
 	$(PROMPTFOO) export eval latest -o $(PF_OUT)/redteam.json
 	$(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/redteam.json

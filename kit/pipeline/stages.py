@@ -29,7 +29,9 @@ from kit.case import find_upwards
 from kit.settings import Settings
 
 PROMPTFOO_EVAL = ("eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-table", "-o")
-PROMPTFOO_REDTEAM = ("redteam", "run", "-c", "redteam/promptfooconfig.yaml", "-o", "redteam/redteam.yaml", "--force")
+# No `-o`: the generated tests go to redteam.yaml beside the config all the same, and with `-o` Promptfoo
+# also writes the whole eval's results over that file as YAML when it ends (seconds, for nothing).
+PROMPTFOO_REDTEAM = ("redteam", "run", "-c", "redteam/promptfooconfig.yaml", "--force")
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,7 @@ def redteam_stage(settings: Settings, work: Path) -> Stage:
         if tools is not None:
             gen += ["--tools", str(tools.resolve())]
         steps.append(Step("red-team config", tuple(gen)))
-        run = ("redteam", "run", "-c", str(config), "-o", str(config.parent / "tests.yaml"), "--force")
+        run = ("redteam", "run", "-c", str(config), "--force")
         note = f"promptfoo redteam run ({settings.agent}: {'your' if corpus else 'generic'} attacks)"
     else:
         run = PROMPTFOO_REDTEAM
