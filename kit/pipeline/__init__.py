@@ -5,6 +5,6 @@ the run that ties them to the store, the reports and the gate (kit.pipeline.eval
 """
 
 from kit.pipeline.evals import evaluate, main
-from kit.pipeline.stages import Stage, StageResult, Step, kit_stage, run_stage, stages
+from kit.pipeline.stages import Stage, StageResult, Step, kit_stage, run_stage, run_stages, stages
 
-__all__ = ["Stage", "StageResult", "Step", "evaluate", "kit_stage", "main", "run_stage", "stages"]
+__all__ = ["Stage", "StageResult", "Step", "evaluate", "kit_stage", "main", "run_stage", "run_stages", "stages"]

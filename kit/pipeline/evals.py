@@ -9,12 +9,13 @@ import io
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kit.errors import KitInputError
-from kit.pipeline.stages import OUT, Stage, StageResult, kit_command, run_stage, stages
+from kit.pipeline.stages import OUT, Stage, StageResult, kit_command, run_stages, stages
 from kit.pipeline.summary import Collected, collect, summary_text
 from kit.report import junit
 from kit.settings import Settings, load_settings
@@ -74,7 +75,9 @@ def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_sto
         before = q.run_ids(con)
 
     env = stage_env(settings)
-    results = [run_stage(s, env, logs) for s in chosen]
+    started = time.perf_counter()
+    results = run_stages(chosen, env, logs)
+    wall = time.perf_counter() - started
 
     with store.connect() as con:
         data = collect(con, before)
@@ -88,7 +91,7 @@ def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_sto
         json.dumps({"gated": [r["run_id"] for r in data.gated], "controls": _controls(data)}, indent=1)
     )
     report = _report(store, data, baselines, out)
-    text = summary_text(data, results, str(report) if report else None)
+    text = summary_text(data, results, str(report) if report else None, wall=wall)
     print(text)
     (out / "summary.txt").write_text(text)
     if report:

@@ -1,15 +1,19 @@
-"""The stages of `make evals`, and how one runs.
+"""The stages of `make evals`, and how they run.
 
 A stage is a few steps. A step is either a kit function called in this process (lint, the kit's runner,
 ingest) or a tool's own command (`deepeval test run`, the Promptfoo launcher), never `make` or `kit`
-again. Every step's output goes to the stage's log; a stage that fails is reported and the next still
-runs, so one broken tool never hides the others' results.
+again. Every step's output goes to the stage's log; a stage that fails is reported and the others still
+run, so one broken tool never hides the others' results.
+
+The tools' stages (DeepEval, Promptfoo eval, the red team) run at the same time, after lint and the kit's
+runner: each is mostly one tool process waiting on its own workers, so together they fill the cores that
+each alone leaves idle. The kit's runner runs alone because it forks its workers, which is unsafe while
+other threads run.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
 import re
@@ -20,12 +24,14 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from kit.case import find_upwards
+from kit.pipeline import routing
 from kit.settings import Settings
 
 PROMPTFOO_EVAL = ("eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-table", "-o")
@@ -50,6 +56,7 @@ class Stage:
     note: str
     steps: tuple[Step, ...]
     source: str | None = None  # the store source its results land under (None: it writes none)
+    together: bool = False  # runs at the same time as the other `together` stages (no forking in process)
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,7 @@ def promptfoo_stage(settings: Settings, work: Path) -> Stage:
             kit_step("ingest", ["promptfoo", out_json, *store], always=True),
         ),
         "promptfoo",
+        together=True,
     )
 
 
@@ -199,7 +207,7 @@ def redteam_stage(settings: Settings, work: Path) -> Stage:
         kit_step("ingest", ["promptfoo", out_json, *store]),
         Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", out_json)),
     ]
-    return Stage("redteam", note, tuple(steps), "promptfoo")
+    return Stage("redteam", note, tuple(steps), "promptfoo", together=True)
 
 
 def stages(settings: Settings, shards: Path | None = None, out: Path = OUT) -> list[Stage]:
@@ -219,6 +227,7 @@ def stages(settings: Settings, shards: Path | None = None, out: Path = OUT) -> l
             "deepeval test run tests/evals" + (f" ({settings.agent})" if settings.agent else ""),
             (Step("deepeval", (_tool("deepeval"), "test", "run", "tests/evals", "-d", "failing"), env=deepeval_env),),
             "deepeval",
+            together=True,
         ),
         promptfoo_stage(settings, work),
         redteam_stage(settings, work),
@@ -242,33 +251,55 @@ def error_tail(text: str, n: int = 6) -> list[str]:
     return ([errors[-1], "..."] if errors and not any(_ERROR.search(ln) for ln in tail) else []) + tail
 
 
+_say_lock = threading.Lock()
+
+
+def _say(*lines: str) -> None:
+    """Lines to the terminal, never interleaved with another stage's block."""
+    with _say_lock:
+        print("\n".join(lines), flush=True)
+
+
+def run_stages(chosen: Sequence[Stage], env: Mapping[str, str], logs: Path) -> list[StageResult]:
+    """Every stage, in the order given; the `together` ones at the same time, after the others."""
+    done: dict[int, StageResult] = {}
+    with routing.routed():
+        for i, stage in enumerate(chosen):
+            if not stage.together:
+                done[i] = run_stage(stage, env, logs)
+        together = [(i, s) for i, s in enumerate(chosen) if s.together]
+        if together:
+            with ThreadPoolExecutor(len(together), thread_name_prefix="stage") as pool:
+                futures = {i: pool.submit(run_stage, s, env, logs) for i, s in together}
+            done.update({i: f.result() for i, f in futures.items()})
+    return [done[i] for i in range(len(chosen))]
+
+
 def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
     """Run the stage's steps in order into logs/<name>.log; its code is the first failing step's."""
     log = logs / f"{stage.name}.log"
-    print(f"==> {stage.name}: {stage.note}", flush=True)
+    _say(f"==> {stage.name}: {stage.note}")
     started = time.perf_counter()
     code = 0
     with log.open("w") as f:
         for step in stage.steps:
             if code != 0 and not step.always:
                 continue
-            got = _run_step(step, env, f, started)
+            got = _run_step(stage.name, step, env, f, started)
             if got not in step.ok and code == 0:
                 code = got
                 f.write(f"(step {step.label!r} exited {got})\n")
     seconds = time.perf_counter() - started
-    print(f"    exit {code} in {seconds:.1f} s; log {log}", flush=True)
-    if code != 0:
-        for line in error_tail(log.read_text(errors="replace")):
-            print(f"    | {line[:200]}")
+    tail = error_tail(log.read_text(errors="replace")) if code != 0 else []
+    _say(f"<== {stage.name}: exit {code} in {seconds:.1f} s; log {log}", *(f"    | {line[:200]}" for line in tail))
     return StageResult(stage, code, seconds, log)
 
 
-def _run_step(step: Step, env: Mapping[str, str], f: TextIO, started: float) -> int:
+def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float) -> int:
     if step.call is not None:
         f.write(f"$ {step.label}  (in process)\n")
         f.flush()
-        with contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+        with routing.to(f):
             try:
                 return step.call()
             except SystemExit as e:
@@ -312,8 +343,6 @@ def _run_step(step: Step, env: Mapping[str, str], f: TextIO, started: float) -> 
         if not reader.is_alive():
             break
         # Long work shows it is alive: elapsed time, lines logged, the latest of them.
-        print(
-            f"    ... {step.label}: {time.perf_counter() - started:.0f} s, {lines[0]} log lines; {last[0][:100]}",
-            flush=True,
-        )
+        elapsed = time.perf_counter() - started
+        _say(f"    ... {name}: {step.label}: {elapsed:.0f} s, {lines[0]} log lines; {last[0][:100]}")
     return proc.wait()

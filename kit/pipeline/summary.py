@@ -38,11 +38,22 @@ def collect(con: Any, before: set[str]) -> Collected:
     )
 
 
-def summary_text(data: Collected, results: list[StageResult], report: str | None = None) -> str:
+def summary_text(
+    data: Collected, results: list[StageResult], report: str | None = None, *, wall: float | None = None
+) -> str:
+    """`wall`: the seconds all stages took; when some ran at the same time it is less than their sum."""
     lines = ["", "== stages"]
     for r in results:
         lines.append(f"  {r.stage.name:<10} exit {r.code:<4} {r.seconds:>7.1f} s   {r.stage.note}")
-    lines.append(f"  {'total':<10} {'':<9} {sum(r.seconds for r in results):>7.1f} s")
+    added = sum(r.seconds for r in results)
+    together = [r.stage.name for r in results if r.stage.together]
+    if wall is None or len(together) < 2:
+        lines.append(f"  {'total':<10} {'':<9} {wall if wall is not None else added:>7.1f} s")
+    else:
+        lines.append(
+            f"  {'total':<10} {'':<9} {wall:>7.1f} s   wall time: {', '.join(together)} ran at the same time"
+            f" (the stages' own times add up to {added:.1f} s)"
+        )
     lines.append("\n== runs (per source)")
     for r in data.runs:
         rate = f"{r['passed'] / r['runs']:.0%}" if r["runs"] else "-"
