@@ -3,11 +3,11 @@
     .venv/bin/python bench/promptfoo.py [--quick]
 
 Scenarios, each run with `-j 1` so per-test figures are serial costs:
-  floor        the same tests with a trivial persistent Python provider and a trivial Python assertion:
-               what Promptfoo costs by itself (worker IPC, one assertion process per test, its database)
-  kit          kit_promptfoo/agent_provider.py + kit_promptfoo/oracle_assert.py (verdict computed in the warm
-               worker, sealed; the assertion process only checks the seal and formats)
-  kit-fresh    the same with KIT_PROMPTFOO_RECHECK=1: the oracle runs again in every assertion process
+  floor        the same tests with a trivial persistent Python provider and a trivial JavaScript assertion
+               file: what Promptfoo costs by itself (worker IPC, loading the assertion, its database, logs)
+  kit          kit_promptfoo/agent_provider.py + kit_promptfoo/oracle_assert.cjs, as the configs run them (the
+               verdict computed in the warm worker and sealed; the assertion checks the seal inside Promptfoo)
+  kit-python   the same provider with the Python assertion oracle_assert.py: one Python process per test
 Workloads: the golden eval (promptfooconfig.yaml) and a 100-attack red team (generated offline from
 redteam/promptfooconfig.yaml, default agent). Per test = (T(all) - T(first 1)) / (N - 1), so Promptfoo's
 start-up is left out. The kit's share is kit minus floor. Target: under 50 ms per test.
@@ -36,15 +36,13 @@ from kit_promptfoo import run_promptfoo  # noqa: E402
 
 WORK = ROOT / ".promptfoo" / "bench"
 TRIVIAL_PROVIDER = "def call_api(prompt, options, context):\n    return {'output': prompt[:80]}\n"
-TRIVIAL_ASSERT = "def get_assert(output, context):\n    return {'pass': True, 'score': 1.0, 'reason': 'ok'}\n"
+TRIVIAL_ASSERT = "module.exports.get_assert = () => ({ pass: true, score: 1.0, reason: 'ok' });\n"
 
 
-def env(fresh: bool = False) -> dict[str, str]:
+def env() -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if k not in ("KIT_PROMPTFOO_RECHECK", "KIT_JUDGE_MODEL")}
     e = run_promptfoo.offline_env(ROOT, base=base)
     e["PROMPTFOO_CONFIG_DIR"] = str(WORK / "state")
-    if fresh:
-        e["KIT_PROMPTFOO_RECHECK"] = "1"
     return e
 
 
@@ -79,7 +77,9 @@ def write_config(name: str, tests: list[dict[str, Any]], provider: dict[str, Any
     cfg = {
         "prompts": ["{{input}}"] if "input" in tests[0]["vars"] else ["{{prompt}}"],
         "providers": [provider],
-        "defaultTest": {"assert": [{"type": "python", "value": assertion}]},
+        "defaultTest": {
+            "assert": [{"type": "python" if assertion.endswith(".py") else "javascript", "value": assertion}]
+        },
         "tests": tests,
     }
     path = WORK / f"{name}.yaml"
@@ -92,7 +92,7 @@ def golden_tests() -> list[dict[str, Any]]:
 
 
 def redteam_tests(n: int) -> list[dict[str, Any]]:
-    import hooks
+    from kit_promptfoo.redteam import hooks
 
     gen = WORK / "redteam-generated.yaml"
     args = ["redteam", "generate", "-c", "redteam/promptfooconfig.yaml", "-o", str(gen), "--force"]
@@ -108,13 +108,17 @@ def redteam_tests(n: int) -> list[dict[str, Any]]:
 
 def scenarios(name: str, tests: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     (WORK / "trivial_provider.py").write_text(TRIVIAL_PROVIDER)
-    (WORK / "trivial_assert.py").write_text(TRIVIAL_ASSERT)
+    (WORK / "trivial_assert.cjs").write_text(TRIVIAL_ASSERT)
     floor = write_config(
-        f"{name}-floor", tests, {"id": f"file://{WORK}/trivial_provider.py"}, f"file://{WORK}/trivial_assert.py"
+        f"{name}-floor",
+        tests,
+        {"id": f"file://{WORK}/trivial_provider.py"},
+        f"file://{WORK}/trivial_assert.cjs:get_assert",
     )
     kit_provider = {"id": f"file://{ROOT}/kit_promptfoo/agent_provider.py", "config": {"policy": "deterministic"}}
-    kit = write_config(f"{name}-kit", tests, kit_provider, f"file://{ROOT}/kit_promptfoo/oracle_assert.py")
-    return {"floor": per_test(floor, env()), "kit": per_test(kit, env()), "kit-fresh": per_test(kit, env(fresh=True))}
+    kit = write_config(f"{name}-kit", tests, kit_provider, f"file://{ROOT}/kit_promptfoo/oracle_assert.cjs:get_assert")
+    python = write_config(f"{name}-python", tests, kit_provider, f"file://{ROOT}/kit_promptfoo/oracle_assert.py")
+    return {"floor": per_test(floor, env()), "kit": per_test(kit, env()), "kit-python": per_test(python, env())}
 
 
 def in_process() -> dict[str, float]:
@@ -160,7 +164,7 @@ def main() -> int:
     for workload, by in rows.items():
         for scen, r in by.items():
             print(f"{workload:14} {scen:10} {r['n']:5d} {r['total_s']:8.1f} {r['wall_ms']:13.1f} {r['cpu_ms']:12.1f}")
-        for scen in ("kit", "kit-fresh"):
+        for scen in ("kit", "kit-python"):
             share = by[scen]["wall_ms"] - by["floor"]["wall_ms"]
             cpu = by[scen]["cpu_ms"] - by["floor"]["cpu_ms"]
             verdict = "meets" if share < 50 else "misses"
@@ -172,7 +176,7 @@ def main() -> int:
     print(
         f"in process: call_api (fresh agent + sandbox + oracle) {ip['call_api_ms']:.1f} ms median; "
         f"assertion imports {ip['assert_import_ms']:.1f} ms; the oracle's imports {ip['oracle_import_ms']:.1f} ms "
-        "(paid per assertion process by kit-fresh, once per worker by kit)"
+        "(paid once per worker by kit; the Python assertion's per test by kit-python)"
     )
     return 0
 
