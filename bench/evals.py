@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BASELINE = "d4760da"
-STAGE_LINE = re.compile(r"^  (\w+)\s+exit (\d+)\s+([\d.]+) s")
+STAGE_LINE = re.compile(r"^  (\w+)\s+exit (\d+)\s+([\d.]+) s(?:\s+CPU\s+([\d.]+) s)?")
 
 
 def worktree(rev: str) -> Path:
@@ -62,6 +62,8 @@ def run_pipeline(checkout: Path, scratch: Path) -> dict[str, float]:
         m = STAGE_LINE.match(line)
         if m:
             got[m.group(1)] = float(m.group(3))
+            if m.group(4):  # the stage's own CPU, where the pipeline reports it
+                got[f"{m.group(1)} cpu"] = float(m.group(4))
     return got
 
 
@@ -77,7 +79,7 @@ def main() -> int:
             for name in ("before", "after") if i % 2 == 0 else ("after", "before"):
                 r = run_pipeline(sides[name], Path(tmp) / f"{name}-{i}")
                 got[name].append(r)
-                stages = "  ".join(f"{k} {v:.1f}" for k, v in r.items() if k not in ("wall", "cpu"))
+                stages = "  ".join(f"{k} {v:.1f}" for k, v in r.items() if k not in ("wall", "cpu") and "cpu" not in k)
                 print(f"round {i + 1} {name:6} wall {r['wall']:5.1f} s  cpu {r['cpu']:5.1f} s   {stages}", flush=True)
     keys = [k for k in got["after"][0] if all(k in r for r in got["before"] + got["after"])]
     med = {n: {k: statistics.median(r[k] for r in rs) for k in keys} for n, rs in got.items()}
@@ -86,6 +88,9 @@ def main() -> int:
     for k in keys:
         b, a = med["before"][k], med["after"][k]
         print(f"  {k:8} {b:9.1f} {a:9.1f} {a / b if b else float('nan'):13.2f}")
+    cpus = {k: statistics.median(r[k] for r in got["after"]) for k in got["after"][0] if k.endswith(" cpu")}
+    if cpus:
+        print("  after, each stage's own CPU s: " + ", ".join(f"{k.removesuffix(' cpu')} {v:.1f}" for k, v in cpus.items()))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     return 0
 

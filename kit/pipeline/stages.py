@@ -17,6 +17,7 @@ import argparse
 import importlib
 import os
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -65,6 +66,7 @@ class StageResult:
     code: int
     seconds: float
     log: Path
+    cpu: float | None = None  # CPU seconds of the stage's steps and every process they waited for
 
 
 def kit_command(name: str, argv: list[str]) -> Callable[[], int]:
@@ -280,22 +282,33 @@ def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
     log = logs / f"{stage.name}.log"
     _say(f"==> {stage.name}: {stage.note}")
     started = time.perf_counter()
+    # CPU: this thread's own, plus its tools' (each reaped with its rusage). A stage that runs alone
+    # takes every reaped child instead, which also counts the workers a kit step forks.
+    own, children = time.thread_time(), _children_cpu()
+    tools = [0.0]
     code = 0
     with log.open("w") as f:
         for step in stage.steps:
             if code != 0 and not step.always:
                 continue
-            got = _run_step(stage.name, step, env, f, started)
+            got = _run_step(stage.name, step, env, f, started, tools)
             if got not in step.ok and code == 0:
                 code = got
                 f.write(f"(step {step.label!r} exited {got})\n")
     seconds = time.perf_counter() - started
+    cpu = time.thread_time() - own + (tools[0] if stage.together else _children_cpu() - children)
     tail = error_tail(log.read_text(errors="replace")) if code != 0 else []
-    _say(f"<== {stage.name}: exit {code} in {seconds:.1f} s; log {log}", *(f"    | {line[:200]}" for line in tail))
-    return StageResult(stage, code, seconds, log)
+    said = f"<== {stage.name}: exit {code} in {seconds:.1f} s (CPU {cpu:.1f} s); log {log}"
+    _say(said, *(f"    | {line[:200]}" for line in tail))
+    return StageResult(stage, code, seconds, log, cpu)
 
 
-def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float) -> int:
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float, cpu: list[float]) -> int:
     if step.call is not None:
         f.write(f"$ {step.label}  (in process)\n")
         f.flush()
@@ -345,4 +358,7 @@ def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started:
         # Long work shows it is alive: elapsed time, lines logged, the latest of them.
         elapsed = time.perf_counter() - started
         _say(f"    ... {name}: {step.label}: {elapsed:.0f} s, {lines[0]} log lines; {last[0][:100]}")
-    return proc.wait()
+    _, status, used = os.wait4(proc.pid, 0)  # as proc.wait(), with the CPU it and its children used
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    cpu[0] += used.ru_utime + used.ru_stime
+    return proc.returncode

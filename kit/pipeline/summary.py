@@ -44,15 +44,17 @@ def summary_text(
     """`wall`: the seconds all stages took; when some ran at the same time it is less than their sum."""
     lines = ["", "== stages"]
     for r in results:
-        lines.append(f"  {r.stage.name:<10} exit {r.code:<4} {r.seconds:>7.1f} s   {r.stage.note}")
+        cpu = f"CPU {r.cpu:5.1f} s" if r.cpu is not None else ""
+        lines.append(f"  {r.stage.name:<10} exit {r.code:<4} {r.seconds:>7.1f} s   {cpu:<11}  {r.stage.note}")
     added = sum(r.seconds for r in results)
+    spent = sum(r.cpu or 0.0 for r in results)
     together = [r.stage.name for r in results if r.stage.together]
     if wall is None or len(together) < 2:
-        lines.append(f"  {'total':<10} {'':<9} {wall if wall is not None else added:>7.1f} s")
+        lines.append(f"  {'total':<10} {'':<9} {wall if wall is not None else added:>7.1f} s   CPU {spent:5.1f} s")
     else:
         lines.append(
-            f"  {'total':<10} {'':<9} {wall:>7.1f} s   wall time: {', '.join(together)} ran at the same time"
-            f" (the stages' own times add up to {added:.1f} s)"
+            f"  {'total':<10} {'':<9} {wall:>7.1f} s   CPU {spent:5.1f} s  wall time: {', '.join(together)} ran"
+            f" at the same time (the stages' own times add up to {added:.1f} s)"
         )
     lines.append("\n== runs (per source)")
     for r in data.runs:

@@ -102,3 +102,23 @@ def test_a_crashing_stage_does_not_stop_the_others_running_with_it(tmp_path):
     bad, good = run_stages(chosen, {}, tmp_path)
     assert bad.code == 1 and "the tool fell over" in bad.log.read_text()
     assert good.code == 0 and "fine" in good.log.read_text()
+
+
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
+NAP = "import time; time.sleep(0.6)"
+
+
+def test_each_stage_reports_the_cpu_its_processes_used_not_the_time_they_waited(tmp_path):
+    def burn_in_process() -> int:
+        exec(BURN)
+        return 0
+
+    chosen = [
+        Stage("burn", "b", (Step("b", (sys.executable, "-c", BURN)),), together=True),
+        Stage("nap", "n", (Step("n", (sys.executable, "-c", NAP)),), together=True),
+        Stage("alone", "a", (Step("a", (sys.executable, "-c", BURN)), Step("i", call=burn_in_process))),
+    ]
+    burn, nap, alone = run_stages(chosen, {}, tmp_path)
+    assert burn.cpu is not None and burn.cpu >= 0.35
+    assert nap.cpu is not None and nap.cpu < 0.3 <= nap.seconds
+    assert alone.cpu is not None and alone.cpu >= 0.75  # the tool's CPU and this thread's own
