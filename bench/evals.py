@@ -90,7 +90,8 @@ def main() -> int:
         print(f"  {k:8} {b:9.1f} {a:9.1f} {a / b if b else float('nan'):13.2f}")
     cpus = {k: statistics.median(r[k] for r in got["after"]) for k in got["after"][0] if k.endswith(" cpu")}
     if cpus:
-        print("  after, each stage's own CPU s: " + ", ".join(f"{k.removesuffix(' cpu')} {v:.1f}" for k, v in cpus.items()))
+        shown = ", ".join(f"{k.removesuffix(' cpu')} {v:.1f}" for k, v in cpus.items())
+        print(f"  after, each stage's own CPU s: {shown}")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     return 0
 
