@@ -86,7 +86,9 @@ def agent_provider(out: Path, agent: str | None, model: str | None) -> dict[str,
     """The provider running `agent` (None: the reference agent), labelled with its model id (else its name)."""
     provider: dict[str, Any] = {"id": file_ref(ROOT / "kit_promptfoo" / "agent_provider.py", out)}
     if agent is None:
-        return {**provider, "label": "reference-agent", "config": {"policy": "deterministic"}}
+        # One Python worker: the reference agent answers in milliseconds, while each worker costs ~0.7 s of
+        # CPU to start (Promptfoo would start one per -j). Another agent keeps Promptfoo's default.
+        return {**provider, "label": "reference-agent", "config": {"policy": "deterministic", "workers": 1}}
     return {**provider, "label": model or agent}
 
 
