@@ -100,6 +100,10 @@ def _on_tick(signum: int, frame: Any) -> None:
     # A running query is the watchdog's to stop, with an error that names it; the signal is the fallback.
     limit = CHECK_TIMEOUT * (2 if watch.sql is not None else 1)
     if elapsed >= limit:
+        if watch.sql is not None:
+            # DuckDB runs this handler inside its own signal polling and turns what it raises into
+            # "Query interrupted": the flag lets the query's caller say what stopped it all the same.
+            watch.sql_interrupted = True
         raise CheckTimeout(f"the check ran longer than {CHECK_TIMEOUT:g} s and was stopped")
     watch.arm(min(limit - elapsed, CHECK_TIMEOUT / 4) if watch.sql is not None else limit - elapsed)
 

@@ -135,6 +135,17 @@ def test_a_runaway_query_is_an_error_and_the_next_query_runs(name, short_limit):
     assert ok.passed
 
 
+def test_a_runaway_query_stopped_by_the_cpu_timer_says_so_too(short_limit, monkeypatch):
+    """On a busy machine the CPU timer can stop a query before the watchdog thread does. DuckDB runs the
+    timer's handler inside its own signal polling and reports "Query interrupted": still the time limit."""
+    watch = limits._Watch()
+    watch.watch_sql = lambda: None  # no watchdog thread: only the timer can stop the query
+    monkeypatch.setattr(limits, "_WATCH", watch)
+    t = make_trace(end_state=BIG)
+    r = run1(t, {"type": "end_state", "query": RUNAWAY["series"], "empty": True})
+    assert r.outcome == "error" and "ran longer than 0.5 s and was stopped" in r.reason, r.reason
+
+
 def test_a_query_returning_billions_of_rows_is_read_only_as_far_as_needed():
     t = make_trace(end_state=BIG)
     r = run1(t, {"type": "end_state", "query": "SELECT * FROM generate_series(1, 1000000000000)", "empty": True})
