@@ -357,7 +357,8 @@ def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started:
             break
         # Long work shows it is alive: elapsed time, lines logged, the latest of them.
         elapsed = time.perf_counter() - started
-        _say(f"    ... {name}: {step.label}: {elapsed:.0f} s, {lines[0]} log lines; {last[0][:100]}")
+        what = name if step.label == name else f"{name}: {step.label}"
+        _say(f"    ... {what}: {elapsed:.0f} s, {lines[0]} log lines; {last[0][:100]}")
     _, status, used = os.wait4(proc.pid, 0)  # as proc.wait(), with the CPU it and its children used
     proc.returncode = os.waitstatus_to_exitcode(status)
     cpu[0] += used.ru_utime + used.ru_stime
