@@ -285,18 +285,19 @@ def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
     # CPU: this thread's own, plus its tools' (each reaped with its rusage). A stage that runs alone
     # takes every reaped child instead, which also counts the workers a kit step forks.
     own, children = time.thread_time(), _children_cpu()
-    tools = [0.0]
+    tools = 0.0
     code = 0
     with log.open("w") as f:
         for step in stage.steps:
             if code != 0 and not step.always:
                 continue
-            got = _run_step(stage.name, step, env, f, started, tools)
+            got, used = _run_step(stage.name, step, env, f, started)
+            tools += used
             if got not in step.ok and code == 0:
                 code = got
                 f.write(f"(step {step.label!r} exited {got})\n")
     seconds = time.perf_counter() - started
-    cpu = time.thread_time() - own + (tools[0] if stage.together else _children_cpu() - children)
+    cpu = time.thread_time() - own + (tools if stage.together else _children_cpu() - children)
     tail = error_tail(log.read_text(errors="replace")) if code != 0 else []
     said = f"<== {stage.name}: exit {code} in {seconds:.1f} s (CPU {cpu:.1f} s); log {log}"
     _say(said, *(f"    | {line[:200]}" for line in tail))
@@ -308,20 +309,32 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float, cpu: list[float]) -> int:
+def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float) -> tuple[int, float]:
+    """The step's exit code, and the CPU seconds of the processes it started (an in-process step: none)."""
     if step.call is not None:
-        f.write(f"$ {step.label}  (in process)\n")
-        f.flush()
-        with routing.to(f):
-            try:
-                return step.call()
-            except SystemExit as e:
-                return e.code if isinstance(e.code, int) else 1
-            except Exception:  # a crash in one stage must not take the others down
-                traceback.print_exc(file=f)
-                return 1
-            finally:
-                sys.stdout.flush()
+        return _call(step, f), 0.0
+    return _command(name, step, env, f, started)
+
+
+def _call(step: Step, f: TextIO) -> int:
+    """A kit function in this process, its output in the stage's log."""
+    assert step.call is not None
+    f.write(f"$ {step.label}  (in process)\n")
+    f.flush()
+    with routing.to(f):
+        try:
+            return step.call()
+        except SystemExit as e:
+            return e.code if isinstance(e.code, int) else 1
+        except Exception:  # a crash in one stage must not take the others down
+            traceback.print_exc(file=f)
+            return 1
+        finally:
+            sys.stdout.flush()
+
+
+def _command(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float) -> tuple[int, float]:
+    """A tool's own command, its output streamed to the stage's log; (exit code, CPU of it and its children)."""
     f.write(f"$ {shlex.join(step.argv)}\n")
     f.flush()
     try:
@@ -334,7 +347,7 @@ def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started:
         )
     except OSError as e:
         f.write(f"cannot start: {e}\n")
-        return 127
+        return 127, 0.0
     assert proc.stdout is not None
     last = [""]
     lines = [0]
@@ -361,5 +374,4 @@ def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started:
         _say(f"    ... {what}: {elapsed:.0f} s, {lines[0]} log lines; {last[0][:100]}")
     _, status, used = os.wait4(proc.pid, 0)  # as proc.wait(), with the CPU it and its children used
     proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu[0] += used.ru_utime + used.ru_stime
-    return proc.returncode
+    return proc.returncode, used.ru_utime + used.ru_stime
