@@ -110,3 +110,20 @@ def test_reading_a_trace_file_with_what_orjson_refuses_gives_what_json_gives(tmp
     (tmp_path / "bad.json").write_bytes(b'{"case_id": "\xff"}')
     traces, errors = read_traces(tmp_path / "bad.json")
     assert not traces and "not UTF-8 text: byte 0xff at offset 13" in str(errors[0])
+
+
+def test_the_three_declarations_of_a_span_agree():
+    """A span's fields are written three times, each for its own reader: `_SpanModel` (validation and its
+    messages), `_FastSpan` (the same types checked in Rust) and `Span` (type hints and the defaults an
+    absent field reads as). A field added to one and not the others would read or dump differently."""
+    from typing import get_type_hints
+
+    from kit.trace import Span, _FastSpan, _SpanModel
+
+    model = _SpanModel.model_fields
+    assert set(get_type_hints(_FastSpan)) == set(model)
+    assert set(Span.__annotations__) == set(model)
+    for name, f in model.items():
+        if name in ("kind", "input"):  # always set on the instance (required; `{}` when absent)
+            continue
+        assert getattr(Span, name) == f.default, name
