@@ -107,31 +107,24 @@ def store(tmp_path: Path) -> Path:
     return tmp_path / "evals.duckdb"
 
 
-def test_deepeval_test_run_as_typed(tmp_path: Path, store: Path) -> None:
+# Each command as its docs say to type it, the store it fills, and how many case runs it must make: the
+# golden set through DeepEval and Promptfoo; every attack of redteam/attacks.yaml under every strategy on
+# the reference agent. All must pass (the reference agent resists every attack).
+AS_TYPED = {
+    "deepeval test run tests/evals": ([str(VENV_BIN / "deepeval"), "test", "run", "tests/evals"], "deepeval", 40, 900),
+    "npx promptfoo eval": (["npx", "promptfoo", "eval", "--no-table"], "promptfoo", 40, 900),
+    "npx promptfoo redteam run": (["npx", "promptfoo", "redteam", "run"], "promptfoo", 205, 1500),
+}
+
+
+@pytest.mark.parametrize("command", AS_TYPED)
+def test_the_tools_commands_as_typed(command: str, tmp_path: Path, store: Path) -> None:
+    argv, source, at_least, timeout = AS_TYPED[command]
     log = tmp_path / "connect.log"
-    proc = isolated([str(VENV_BIN / "deepeval"), "test", "run", "tests/evals"], log, user_env(store), timeout=900)
+    proc = isolated(argv, log, user_env(store), timeout=timeout)
     assert_offline_and_ok(proc, log)
-    (run,) = runs(store, "deepeval")
-    assert run["status"] == "complete" and run["case_runs"] >= 40
-    assert failed_case_runs(store, str(run["run_id"])) == 0
-
-
-def test_npx_promptfoo_eval_as_typed(tmp_path: Path, store: Path) -> None:
-    log = tmp_path / "connect.log"
-    proc = isolated(["npx", "promptfoo", "eval", "--no-table"], log, user_env(store), timeout=900)
-    assert_offline_and_ok(proc, log)
-    (run,) = runs(store, "promptfoo")
-    assert run["status"] == "complete" and run["case_runs"] >= 40
-    assert failed_case_runs(store, str(run["run_id"])) == 0
-
-
-def test_npx_promptfoo_redteam_run_as_typed(tmp_path: Path, store: Path) -> None:
-    log = tmp_path / "connect.log"
-    proc = isolated(["npx", "promptfoo", "redteam", "run"], log, user_env(store), timeout=1500)
-    assert_offline_and_ok(proc, log)
-    (run,) = runs(store, "promptfoo")
-    # Every attack of redteam/attacks.yaml under every strategy, on the reference agent: all resisted.
-    assert run["status"] == "complete" and run["case_runs"] >= 205
+    (run,) = runs(store, source)
+    assert run["status"] == "complete" and run["case_runs"] >= at_least
     assert failed_case_runs(store, str(run["run_id"])) == 0
 
 
