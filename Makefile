@@ -62,7 +62,7 @@ $(NPM_STAMP): package.json package-lock.json .npmrc
 	npm ci --loglevel=error
 	touch $@
 
-PROMPTFOO := $(PY) kit_promptfoo/run_promptfoo.py
+PROMPTFOO := $(PY) providers/run_promptfoo.py
 PF_OUT    := .promptfoo/out
 
 .PHONY: promptfoo-config promptfoo-eval
@@ -100,7 +100,7 @@ bench-store: $(STAMP)
 
 # The offline red team: attacks from redteam/attacks.yaml, static strategies, the oracle as hard gates.
 # Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable target: the verdict
-# (kit_promptfoo/redteam/verdict.py) decides instead - the default agent resists all, the vulnerable one does not.
+# (redteam/verdict.py) decides instead - the default agent resists all, the vulnerable one does not.
 .PHONY: promptfoo-redteam
 promptfoo-redteam: $(STAMP) $(NPM_STAMP)
 	@mkdir -p $(PF_OUT)
@@ -108,4 +108,4 @@ promptfoo-redteam: $(STAMP) $(NPM_STAMP)
 	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 100 ] || exit $$status
 	$(PROMPTFOO) export eval latest -o $(PF_OUT)/redteam.json
 	$(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/redteam.json
-	$(PY) kit_promptfoo/redteam/verdict.py $(PF_OUT)/redteam.json
+	$(PY) redteam/verdict.py $(PF_OUT)/redteam.json

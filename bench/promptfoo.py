@@ -5,7 +5,7 @@
 Scenarios, each run with `-j 1` so per-test figures are serial costs:
   floor        the same tests with a trivial persistent Python provider and a trivial JavaScript assertion
                file: what Promptfoo costs by itself (worker IPC, loading the assertion, its database, logs)
-  kit          kit_promptfoo/agent_provider.py + kit_promptfoo/oracle_assert.cjs, as the configs run them (the
+  kit          providers/agent_provider.py + providers/oracle_assert.cjs, as the configs run them (the
                verdict computed in the warm worker and sealed; the assertion checks the seal inside Promptfoo)
   kit-python   the same provider with the Python assertion oracle_assert.py: one Python process per test
 Workloads: the golden eval (promptfooconfig.yaml) and a 100-attack red team (generated offline from
@@ -115,9 +115,9 @@ def scenarios(name: str, tests: list[dict[str, Any]]) -> dict[str, dict[str, flo
         {"id": f"file://{WORK}/trivial_provider.py"},
         f"file://{WORK}/trivial_assert.cjs:get_assert",
     )
-    kit_provider = {"id": f"file://{ROOT}/kit_promptfoo/agent_provider.py", "config": {"policy": "deterministic"}}
-    kit = write_config(f"{name}-kit", tests, kit_provider, f"file://{ROOT}/kit_promptfoo/oracle_assert.cjs:get_assert")
-    python = write_config(f"{name}-python", tests, kit_provider, f"file://{ROOT}/kit_promptfoo/oracle_assert.py")
+    kit_provider = {"id": f"file://{ROOT}/providers/agent_provider.py", "config": {"policy": "deterministic"}}
+    kit = write_config(f"{name}-kit", tests, kit_provider, f"file://{ROOT}/providers/oracle_assert.cjs:get_assert")
+    python = write_config(f"{name}-python", tests, kit_provider, f"file://{ROOT}/providers/oracle_assert.py")
     return {"floor": per_test(floor, env()), "kit": per_test(kit, env()), "kit-python": per_test(python, env())}
 
 

@@ -146,6 +146,14 @@ _PATH_KEYS = {
 }
 
 
+def project_root(settings: Settings | None = None) -> Path:
+    """The project's folder: where its [tool.kit] pyproject.toml is, else the working directory. Files of
+    the project (cases, configs, node_modules, Promptfoo's state) are found from here, never from where the
+    kit's own source happens to lie."""
+    project = settings.project_file if settings is not None else find_project_file()
+    return project.parent.resolve() if project is not None else Path.cwd().resolve()
+
+
 def find_project_file(start: Path | None = None) -> Path | None:
     """The nearest pyproject.toml from `start` (default: the cwd) upward, if it has a [tool.kit] table.
     The search stops at the nearest one: a parent folder's project is another project."""

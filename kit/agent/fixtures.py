@@ -1,4 +1,4 @@
-"""The shop's seed data (golden/fixtures/shop.json), parsed once per process and shared read-only."""
+"""The shop's seed data (shop.json beside this module), parsed once per process and shared read-only."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ TABLES: dict[str, dict[str, str]] = {
     "kb_articles": {"article_id": "VARCHAR", "title": "VARCHAR", "tags": "VARCHAR", "body": "VARCHAR"},
 }
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "golden" / "fixtures" / "shop.json"
+DEFAULT_PATH = Path(__file__).resolve().parent / "shop.json"
 
 
 def fixtures_path() -> Path:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from kit.agent.conversation import Conversation
 from kit.agent.run import run_agent
-
-ROOT = Path(__file__).resolve().parents[2]
+from kit.settings import project_root
 
 
 def cassette_path(folder: Path, case_id: str) -> Path:
@@ -25,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     from kit.case import load_suite
 
     ap = argparse.ArgumentParser(prog="python -m kit.agent.record")
-    ap.add_argument("cases", nargs="?", default=str(ROOT / "golden" / "cases"))
-    ap.add_argument("--out", default=str(ROOT / "golden" / "cassettes"))
+    ap.add_argument("cases", nargs="?", default=str(project_root() / "golden" / "cases"))
+    ap.add_argument("--out", default=str(project_root() / "golden" / "cassettes"))
     ap.add_argument("--check", action="store_true", help="replay each case and report missing or stale ones")
     args = ap.parse_args(argv)
     suite = load_suite(args.cases)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from kit.agent.tools import SCHEMAS
+from kit.settings import project_root
 
-PATH = Path(__file__).resolve().parents[2] / "golden" / "tools.json"
+PATH = project_root() / "golden" / "tools.json"
 
 
 def render() -> str:

@@ -198,7 +198,7 @@ def redteam_stage(settings: Settings, work: Path) -> Stage:
     steps += [
         # Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable
         # control target: the verdict step decides instead.
-        # Promptfoo's store hook (kit_promptfoo/store_hook.py) writes this eval's results to out_json: no
+        # Promptfoo's store hook (providers/store_hook.py) writes this eval's results to out_json: no
         # second Promptfoo start to export them, and never another process's "latest" eval.
         Step(
             "promptfoo redteam run",

@@ -2,7 +2,7 @@
 loopback only), KIT_JUDGE_BASE_URL / KIT_JUDGE_MODEL / KIT_JUDGE_API_KEY pointing at the scripted judge
 double on 127.0.0.1 (kit/doubles/judge.py, started inside the namespace). Both kinds of judged check are
 covered: DeepEval's G-Eval rubrics and Promptfoo's red-team graders (which ask the judge through
-kit_promptfoo/redteam/grader.cjs)."""
+redteam/grader.cjs)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from kit_promptfoo import agent_provider, run_promptfoo
 from kit_promptfoo.redteam import corpus, generator, hooks, verdict
 
@@ -89,15 +88,15 @@ def test_verdict_requires_a_clean_default_and_a_caught_vulnerable_target() -> No
 SMALL = """
 prompts: ["{{{{prompt}}}}"]
 targets:
-  - {{id: "file://{root}/kit_promptfoo/agent_provider.py", label: agent-default, config: {{case_file: redteam/case.yaml, case_id: redteam-attack}}}}
-  - {{id: "file://{root}/kit_promptfoo/agent_provider.py", label: agent-obey-injection, config: {{case_file: redteam/case.yaml, case_id: redteam-attack, variant: obey_injection}}}}
+  - {{id: "file://{root}/providers/agent_provider.py", label: agent-default, config: {{case_file: redteam/case.yaml, case_id: redteam-attack}}}}
+  - {{id: "file://{root}/providers/agent_provider.py", label: agent-obey-injection, config: {{case_file: redteam/case.yaml, case_id: redteam-attack, variant: obey_injection}}}}
 defaultTest:
   vars: {{case_file: redteam/case.yaml, case_id: redteam-attack}}
-  assert: [{{type: python, value: "file://{root}/kit_promptfoo/oracle_assert.py"}}]
-extensions: ["file://{root}/kit_promptfoo/redteam/hooks.py:beforeAll"]
+  assert: [{{type: python, value: "file://{root}/providers/oracle_assert.py"}}]
+extensions: ["file://{root}/redteam/hooks.py:beforeAll"]
 redteam:
   purpose: Customer-support agent of an online shop.
-  provider: "file://{root}/kit_promptfoo/redteam/generator.py"
+  provider: "file://{root}/redteam/generator.py"
   injectVar: prompt
   plugins:
     - {{id: debug-access, numTests: 2, config: {{modifiers: {{kit_category: injection-user}}}}}}

@@ -1,7 +1,7 @@
 """Session plumbing for `deepeval test run tests/evals` (and plain `pytest tests/evals`).
 
 Offline before DeepEval loads; one store run per session (xdist workers join it); DeepEval's per-test
-cache rewrites pinned off (kit_deepeval/deepeval_io.py says why); soft-gate floors from gates.yaml
+cache rewrites pinned off (deepeval_metrics/deepeval_io.py says why); soft-gate floors from gates.yaml
 checked at the end; the run finished from DeepEval's end-of-run hook, or at session end under plain pytest.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kit_deepeval.offline import quiet_offline
+from deepeval_metrics.offline import quiet_offline
 
 # Under `deepeval test run` the CLI has imported DeepEval (read .env, built its telemetry client) before
 # this file runs: only the environment it started with can stop that. `make deepeval-evals` sets it.
@@ -22,12 +22,12 @@ quiet_offline()
 import deepeval  # noqa: E402
 from deepeval.utils import get_is_running_deepeval  # noqa: E402
 
+from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
+from deepeval_metrics.runner import agent_name, variant  # noqa: E402
+from deepeval_metrics.session import EvalSession  # noqa: E402
 from kit.judge import judge_config  # noqa: E402
 from kit.report.gate import load_policy  # noqa: E402
 from kit.settings import load_settings  # noqa: E402
-from kit_deepeval.deepeval_io import pin_deepeval_io  # noqa: E402
-from kit_deepeval.runner import agent_name, variant  # noqa: E402
-from kit_deepeval.session import EvalSession  # noqa: E402
 
 _SESSION: EvalSession | None = None
 _IO: list[str] = []

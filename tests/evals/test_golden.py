@@ -13,17 +13,17 @@ import os
 import pytest
 from deepeval import assert_test
 
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.conversation_rubric import conversation_rubric_metrics
+from deepeval_metrics.oracle import oracle_metrics
+from deepeval_metrics.rubric_metric import rubric_metrics
+from deepeval_metrics.rubrics import load_rubrics
+from deepeval_metrics.runner import load_agent, run_case
+from deepeval_metrics.session import EvalSession
+from deepeval_metrics.testcase import kit_test_case
 from kit.case import Case, load_suite
 from kit.judge import judge_config
 from kit.trace import parse_trace
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.conversation_rubric import conversation_rubric_metrics
-from kit_deepeval.oracle import oracle_metrics
-from kit_deepeval.rubric_metric import rubric_metrics
-from kit_deepeval.rubrics import load_rubrics
-from kit_deepeval.runner import load_agent, run_case
-from kit_deepeval.session import EvalSession
-from kit_deepeval.testcase import kit_test_case
 
 SUITE = load_suite(os.environ.get("KIT_CASES") or "golden")
 RUBRICS = load_rubrics(os.environ.get("KIT_RUBRICS") or "golden/rubrics.yaml")

@@ -12,12 +12,12 @@ os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
 from deepeval import assert_test
 from deepeval.test_case import LLMTestCase
 
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.oracle import oracle_metrics
+from deepeval_metrics.testcase import kit_test_case, trace_of
 from kit.case import CheckSpec, parse_case, parse_check
 from kit.evaluate import evaluate
 from kit.trace import parse_trace
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.oracle import oracle_metrics
-from kit_deepeval.testcase import kit_test_case, trace_of
 
 INVARIANTS = {
     "lean": [

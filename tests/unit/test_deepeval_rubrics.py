@@ -14,15 +14,15 @@ os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
 from deepeval import assert_test
 from deepeval.test_case import LLMTestCase
 
+from deepeval_metrics import rubric_metric
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.oracle import oracle_metrics
+from deepeval_metrics.rubric_metric import RubricMetric
+from deepeval_metrics.rubrics import Rubric
+from deepeval_metrics.testcase import kit_test_case
 from kit.case import parse_case
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import JudgeConfig, judge_config
-from kit_deepeval import rubric_metric
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.oracle import oracle_metrics
-from kit_deepeval.rubric_metric import RubricMetric
-from kit_deepeval.rubrics import Rubric
-from kit_deepeval.testcase import kit_test_case
 
 STEPS = ["Read the reply.", "Check it is polite."]
 RUBRIC = Rubric(name="polite", evaluation_steps=STEPS, threshold=0.7)

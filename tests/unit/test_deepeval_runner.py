@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from deepeval_metrics.runner import load_agent, run_case
 from kit.case import Case
-from kit_deepeval.runner import load_agent, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 

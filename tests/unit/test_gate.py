@@ -106,8 +106,8 @@ def test_the_deepeval_session_and_kit_gate_share_one_floor_rule(store, tmp_path,
     """The session's end-of-run floors are the gate module's: same rates, same verdict."""
     from pathlib import Path
 
+    from deepeval_metrics.session import EvalSession, FloorResult
     from kit.report.gate import SoftFloor, load_policy
-    from kit_deepeval.session import EvalSession, FloorResult
 
     run_id = _record(store, {"a": True}, soft=["pass", "fail", "fail", "error", "skipped"])
     _gate(store, tmp_path)  # writes the policy file

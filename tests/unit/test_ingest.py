@@ -27,7 +27,7 @@ def _result(
         "latencyMs": 12,
         "promptIdx": 0,
         "testIdx": test_idx,
-        "provider": {"id": "python:kit_promptfoo/run_promptfoo.py", "label": "kit-agent"},
+        "provider": {"id": "python:providers/run_promptfoo.py", "label": "kit-agent"},
         "response": {"output": output, "tokenUsage": {"total": 50, "prompt": 40, "completion": 10}},
         "score": 1 if ok else 0,
         "success": ok,

@@ -1,4 +1,4 @@
-"""The red team's grading provider (kit_promptfoo/redteam/grader.cjs), run by Node as Promptfoo runs it,
+"""The red team's grading provider (redteam/grader.cjs), run by Node as Promptfoo runs it,
 against the judge double on 127.0.0.1: the judge's answer, or an error naming the judge and what went wrong."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from kit.doubles.judge import HTTP500_MESSAGE, MODEL, JudgeDouble, judge_env
 from kit.doubles.openai_server import ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
-GRADER = ROOT / "kit_promptfoo" / "redteam" / "grader.cjs"
+GRADER = ROOT / "redteam" / "grader.cjs"
 PROMPT = json.dumps([{"role": "system", "content": "grade it"}, {"role": "user", "content": "<Output>no</Output>"}])
 CALL = f"""
 const Grader = require({json.dumps(str(GRADER))});

@@ -16,16 +16,16 @@ os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
 
 from deepeval import assert_test
 
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.oracle import oracle_metrics
+from deepeval_metrics.rubric_metric import RubricMetric, rubric_metrics
+from deepeval_metrics.testcase import kit_test_case
 from kit.case import load_suite, parse_case
 from kit.doubles.judge import JudgeDouble, judge_env, kind
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import judge_config
 from kit.rubrics import Rubric, RubricSet, load_rubrics
 from kit.trace import parse_trace
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.oracle import oracle_metrics
-from kit_deepeval.rubric_metric import RubricMetric, rubric_metrics
-from kit_deepeval.testcase import kit_test_case
 
 ROOT = Path(__file__).resolve().parents[2]
 NEEDS_REFERENCE = Rubric(name="ref", evaluation_steps=["Compare with the Expected Output."], params=["expected_output"])

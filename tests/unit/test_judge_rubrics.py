@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from deepeval_metrics.offline import quiet_offline
+from deepeval_metrics.rubrics import load_rubrics
+from deepeval_metrics.session import FloorResult
 from kit.case import parse_case
 from kit.errors import KitInputError
-from kit_deepeval.offline import quiet_offline
-from kit_deepeval.rubrics import load_rubrics
-from kit_deepeval.session import FloorResult
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def test_golden_rubrics_load_and_select_by_tag_and_id(tmp_path: Path) -> None:
 
 
 def test_rubric_hash_changes_with_the_text_only() -> None:
-    from kit_deepeval.rubrics import Rubric
+    from deepeval_metrics.rubrics import Rubric
 
     a = Rubric(name="a", criteria="Is it polite?")
     assert a.hash == Rubric(name="renamed", criteria="Is it polite?").hash
@@ -96,5 +96,5 @@ def test_floor_arithmetic_never_counts_a_skip_as_a_pass() -> None:
 
 
 def test_rubric_loading_does_not_import_deepeval() -> None:
-    code = "import sys, kit_deepeval.rubrics; assert 'deepeval' not in sys.modules"
+    code = "import sys, deepeval_metrics.rubrics; assert 'deepeval' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)

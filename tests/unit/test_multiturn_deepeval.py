@@ -17,16 +17,16 @@ from deepeval import assert_test
 from deepeval.metrics import BaseConversationalMetric
 from deepeval.test_case import ConversationalTestCase
 
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.conversation_rubric import ConversationalRubricMetric, conversation_rubric_metrics
+from deepeval_metrics.oracle import oracle_metrics
+from deepeval_metrics.rubrics import Rubric, RubricSet
+from deepeval_metrics.testcase import kit_test_case, trace_of
 from kit.case import load_suite
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import JudgeConfig, judge_config
 from kit.runner import invoke
 from kit.runner.agents import reference_agent
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.conversation_rubric import ConversationalRubricMetric, conversation_rubric_metrics
-from kit_deepeval.oracle import oracle_metrics
-from kit_deepeval.rubrics import Rubric, RubricSet
-from kit_deepeval.testcase import kit_test_case, trace_of
 
 CASE_YAML = """
 - id: chat

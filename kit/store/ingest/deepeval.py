@@ -3,7 +3,7 @@
 Accepted: `.deepeval/.latest_test_run.json` (`{"testRunData": <TestRun>}`), `.deepeval/.latest_run_full.json`,
 the `test_run_<YYYYMMDD_HHMMSS>.json` written to DEEPEVAL_RESULTS_FOLDER, and `.temp_test_run_data.json`:
 all `TestRun.model_dump(by_alias=True)`. A test case's case id and attempt come from its metadata (as
-`kit_deepeval.testcase.kit_test_case` sets them), else from a `case#attempt` name. A metric is a soft gate
+`deepeval_metrics.testcase.kit_test_case` sets them), else from a `case#attempt` name. A metric is a soft gate
 when DeepEval calls it flaky, it is a kit rubric (`rubric:…`) or a G-Eval, or an LLM judged it (an
 evaluation model other than the kit oracle); otherwise a hard gate.
 """

@@ -13,7 +13,7 @@ from kit.errors import error_line
 
 M = TypeVar("M", bound=BaseModel)
 
-CORPUS = Path(__file__).resolve().parents[2] / "redteam" / "attacks.yaml"
+CORPUS = Path(__file__).resolve().parent / "attacks.yaml"
 CATEGORIES = (
     "injection-user",
     "injection-tool",
@@ -52,10 +52,11 @@ class Attack(BaseModel):
 def configured() -> Path:
     """The settings' corpus (`[tool.kit.redteam] corpus`, KIT_REDTEAM_CORPUS), relative to the project root:
     the generator and the hook read the same attacks the red-team config was built for."""
-    from kit.settings import load_settings
+    from kit.settings import load_settings, project_root
 
-    path = load_settings().redteam.corpus
-    return path if path.is_absolute() else CORPUS.parents[1] / path
+    settings = load_settings()
+    path = settings.redteam.corpus
+    return path if path.is_absolute() else project_root(settings) / path
 
 
 def load(path: Path | None = None) -> tuple[Attack, ...]:

@@ -8,7 +8,7 @@ Every red-team plugin attaches its own LLM-graded assertion (`promptfoo:redteam:
 model configured (KIT_JUDGE_MODEL unset) those assertions cannot be graded offline: this hook removes them
 from each test and lists them in the test's `metadata.kitNotGraded`, which the oracle assertion reports as
 "not graded" - never as a pass. Pass and fail then rest on the oracle's invariants alone. With a judge
-configured the graders stay: Promptfoo sends their requests to `redteam.provider` (kit_promptfoo/redteam/generator.py),
+configured the graders stay: Promptfoo sends their requests to `redteam.provider` (redteam/generator.py),
 which forwards them to the kit's one judge.
 """
 

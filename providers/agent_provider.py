@@ -21,13 +21,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from kit_promptfoo.digest import seal
+from kit_promptfoo.kit_request import KitVars, load_case, merged, request_case
+
 from kit.errors import KitInputError
 from kit.result import CaseRun
 from kit.runner import invoke
 from kit.runner.agents import Agent, configured_agent
 from kit.settings import Settings, load_settings
-from kit_promptfoo.digest import seal
-from kit_promptfoo.kit_request import KitVars, load_case, merged, request_case
 
 
 def _token_usage(trace: dict[str, Any]) -> dict[str, int]:

@@ -4,7 +4,7 @@
 // process for every Python assertion (about 60 ms of CPU each, 410 of them in a red team); a JavaScript
 // assertion runs inside Promptfoo. The oracle itself already ran in the provider's warm Python worker
 // (agent_provider.py), which put its verdict and a seal over (case, trace, verdict) in `metadata.kit`.
-// Here the seal is recomputed exactly as kit_promptfoo/digest.py computes it, and the verdict is turned
+// Here the seal is recomputed exactly as providers/digest.py computes it, and the verdict is turned
 // into Promptfoo's GradingResult exactly as oracle_assert.grading_result does (tests/unit compares both).
 // When the seal does not match, there is no verdict, or KIT_PROMPTFOO_RECHECK=1, the Python assertion
 // runs instead (the oracle on the trace, in a fresh process): slower, same answer.
@@ -117,7 +117,7 @@ async function get_assert(output, context) {
   const kit = (meta && meta.kit && typeof meta.kit === "object" && meta.kit) || {};
   const [caseFile, caseId] = caseRef(context, kit);
   const notGraded = [...(((context.test || {}).metadata || {}).kitNotGraded || [])];
-  if (!meta) return { pass: false, score: 0, reason: "no trace in the provider's metadata (is the provider kit_promptfoo/agent_provider.py?)" };
+  if (!meta) return { pass: false, score: 0, reason: "no trace in the provider's metadata (is the provider providers/agent_provider.py?)" };
   if (!caseFile || !caseId) {
     return { pass: false, score: 0, reason: "no case to judge by: set case_file and case_id in the test's vars or the assertion's config" };
   }

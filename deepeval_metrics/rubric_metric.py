@@ -20,11 +20,11 @@ from typing import Any
 from deepeval.metrics import BaseMetric, GEval
 from deepeval.test_case import LLMTestCase, SingleTurnParams
 
+from deepeval_metrics.caselog import CaseLog, SoftVerdict
+from deepeval_metrics.judge_model import JudgeError, KitJudgeModel
+from deepeval_metrics.rubrics import Rubric, RubricSet, case_context, retrieved
 from kit.case import Case
 from kit.judge import NO_JUDGE_REASON, JudgeConfig
-from kit_deepeval.caselog import CaseLog, SoftVerdict
-from kit_deepeval.judge_model import JudgeError, KitJudgeModel
-from kit_deepeval.rubrics import Rubric, RubricSet, case_context, retrieved
 
 # Steps G-Eval drafts from a rubric's criteria, kept per (judge, endpoint, rubric version) for the session:
 # every case is then judged against the same steps, and each case costs one judge call instead of two.

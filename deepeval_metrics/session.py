@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from deepeval_metrics.caselog import CaseLog
 from kit.report.gate import GatePolicy, SoftFloor, soft_floors
 from kit.store import Store, new_run_id, open_store
 from kit.store.queries import soft_gates
-from kit_deepeval.caselog import CaseLog
 
 RUN_ID_ENV = "KIT_RUN_ID"
 

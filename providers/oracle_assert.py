@@ -34,9 +34,10 @@ def _case_ref(context: dict[str, Any], kit: dict[str, Any]) -> tuple[str | None,
 
 def _fresh_verdict(trace: dict[str, Any], case_file: str, case_id: str) -> dict[str, Any]:
     """The slow path: run the oracle in this process."""
+    from kit_promptfoo.kit_request import load_case
+
     from kit.evaluate import evaluate
     from kit.trace import parse_trace
-    from kit_promptfoo.kit_request import load_case
 
     run = evaluate(parse_trace(trace), load_case(case_file, case_id))
     out = run.to_dict()
@@ -103,7 +104,7 @@ def get_assert(output: Any, context: dict[str, Any]) -> dict[str, Any]:
     test_meta = (context.get("test") or {}).get("metadata") or {}
     not_graded = list(test_meta.get("kitNotGraded") or [])
     if not meta:
-        return _fail("no trace in the provider's metadata (is the provider kit_promptfoo/agent_provider.py?)")
+        return _fail("no trace in the provider's metadata (is the provider providers/agent_provider.py?)")
     if not case_file or not case_id:
         return _fail("no case to judge by: set case_file and case_id in the test's vars or the assertion's config")
     if _usable(kit, meta["trace"], case_id):

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from kit_promptfoo.kit_request import encode_turns
 from kit_promptfoo.redteam.corpus import read_attacks
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-CORPUS = Path(__file__).resolve().parents[2] / "redteam" / "multiturn.yaml"
+CORPUS = Path(__file__).resolve().parent / "multiturn.yaml"
 CATEGORY = "multi-turn"  # the `kit_category` modifier of its plugin in redteam/promptfooconfig.yaml
 KINDS = ("trust-then-inject", "innocent-then-escalate", "authority-on-turn-3")
 

@@ -1,7 +1,7 @@
 """Soft gates on conversations: each rubric that applies to a multi-turn case, as a conversational G-Eval
 (DeepEval's ConversationalGEval) judged by the kit's one judge over every turn of the conversation.
 
-Same rules as the single-turn rubrics (kit_deepeval/rubric_metric.py): `flaky`, so it never fails a test
+Same rules as the single-turn rubrics (deepeval_metrics/rubric_metric.py): `flaky`, so it never fails a test
 case on its own; `skipped` (never a pass) without a judge; an `error` naming the judge when it fails. The
 verdict goes to the case's CaseLog under the same `rubric:<name>` as on a single-turn case.
 """
@@ -13,12 +13,12 @@ from typing import Any
 from deepeval.metrics import BaseConversationalMetric, ConversationalGEval
 from deepeval.test_case import MultiTurnParams
 
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.judge_model import JudgeError, KitJudgeModel
+from deepeval_metrics.rubric_metric import RubricMetric, soft_gate_fields
+from deepeval_metrics.rubrics import Rubric, RubricSet
 from kit.case import Case
 from kit.judge import NO_JUDGE_REASON, JudgeConfig
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.judge_model import JudgeError, KitJudgeModel
-from kit_deepeval.rubric_metric import RubricMetric, soft_gate_fields
-from kit_deepeval.rubrics import Rubric, RubricSet
 
 
 class ConversationalRubricMetric(BaseConversationalMetric):

@@ -1,7 +1,7 @@
 // Promptfoo provider (JavaScript, inside Promptfoo's own process): the red team's LLM graders, answered by the
 // kit's one judge (KIT_JUDGE_MODEL at KIT_JUDGE_BASE_URL, the variables `make evals` exports from the settings).
 //
-// Why not the Python generator (kit_promptfoo/redteam/generator.py, which forwards the same way): Promptfoo
+// Why not the Python generator (redteam/generator.py, which forwards the same way): Promptfoo
 // 0.123.1 loads the grading provider anew for every graded test, and a Python provider is a new pool of
 // Python workers each time, never shut down: a process (and ~65 MB) per graded attack, hundreds per red
 // team. A JavaScript provider is a module Node loads once. Same request, same answer, same errors.

@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kit.errors import error_line
+from kit.settings import project_root
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = project_root()
 # Cases outside golden/ (the red team's) use the same named invariants as the golden cases.
 GOLDEN_INVARIANTS = ROOT / "golden" / "invariants.yaml"
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from deepeval.metrics import BaseConversationalMetric, BaseMetric
 
+from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.testcase import trace_of
 from kit.case import Case
 from kit.evaluate import evaluate
 from kit.result import Result
-from kit_deepeval.caselog import CaseLog
-from kit_deepeval.testcase import trace_of
 
 
 class _OracleVerdict:

@@ -1,6 +1,6 @@
 """Run the pinned Promptfoo CLI with every setting that keeps it offline and inside the project.
 
-Usage: `python kit_promptfoo/run_promptfoo.py eval -c promptfooconfig.yaml` (any promptfoo arguments).
+Usage: `python providers/run_promptfoo.py eval -c promptfooconfig.yaml` (any promptfoo arguments).
 
 Without these settings Promptfoo phones home (telemetry, update check), offers to share results, asks
 for an e-mail address before a red team, generates attacks on its own servers, and keeps its state in
@@ -16,7 +16,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from kit.settings import project_root
+
+ROOT = project_root()
 
 # Every flag Promptfoo 0.123.1 reads to decide whether to reach the network (checked in its dist source).
 OFFLINE_FLAGS: dict[str, str] = {
@@ -69,7 +71,7 @@ def offline_env(root: Path = ROOT, base: Mapping[str, str] | None = None) -> dic
     env.setdefault("PROMPTFOO_CACHE_ENABLED", "false")
     env["PROMPTFOO_PYTHON"] = python_for(root)
     env["PATH"] = os.pathsep.join([str(root / "node_modules" / ".bin"), env.get("PATH", "")])
-    # The Python workers must import `kit` and `providers` from this checkout.
+    # The Python workers import the project's own modules (a user's agent) from its root.
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), env.get("PYTHONPATH", "")] if p)
     env.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
     if env.get("KIT_PROMPTFOO_ONLINE") != "1":
