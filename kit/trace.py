@@ -296,7 +296,19 @@ class Trace(BaseModel):
     # Derived data, computed once and shared by all checks of this trace.
     @cached
     def tool_calls(self) -> tuple[Span, ...]:
+        """The tool calls that ran: every `tool` span but those marked `"executed": false` (a call the model
+        asked for that never ran, e.g. held back by a confirmation guard)."""
+        return tuple([s for s in self.spans if s.kind == "tool" and s.__dict__.get("executed") is not False])
+
+    @cached
+    def requested_calls(self) -> tuple[Span, ...]:
+        """Every tool call the model asked for, run or not, in order (what `calls: requested` counts)."""
         return tuple([s for s in self.spans if s.kind == "tool"])
+
+    @cached
+    def held_calls(self) -> tuple[Span, ...]:
+        """The calls the model asked for that never ran."""
+        return tuple([s for s in self.spans if s.kind == "tool" and s.__dict__.get("executed") is False])
 
     @cached
     def tool_names(self) -> tuple[str, ...]:
@@ -432,7 +444,9 @@ def _parse_each(items: list[tuple[Any, str]]) -> tuple[list[Trace], list[KitInpu
 def _read_jsonl(text: str, file: str) -> tuple[list[Trace], list[KitInputError]]:
     items: list[tuple[Any, str]] = []
     errors: list[KitInputError] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and others, which JSON
+    # strings may hold unescaped.
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -1,9 +1,12 @@
 """Checks on tool calls: called, not_called, called_at_most, arg, args, order, trajectory, no_repeat,
 no_tool_errors, tool_schemas.
 
-Every check over calls takes `calls`: `all` (default) or `ok`, the calls whose `error` is null (real agents
-retry failed writes, and a failed call changed nothing). With `ok` a reason says "successfully" wherever
-it counts calls, so it stays exact; a step number is always the call's place among all tool calls.
+Every check over calls counts the calls that ran (`Trace.tool_calls`: a call the model asked for that never
+ran, e.g. held back by a confirmation guard, is `"executed": false` and not counted). `calls`: `all`
+(default), `ok` (the calls that ran and whose `error` is null: real agents retry failed writes, and a failed
+call changed nothing) or `requested` (every call the model asked for, run or not). With `ok` a reason says
+"successfully", with `requested` "called or requested", wherever it counts calls, so it stays exact; a step
+number is the call's place among all calls that ran (among all requested calls with `requested`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ if TYPE_CHECKING:  # hints resolved by the registry when parameters are first pa
     from kit.trace import Span, Trace
 
 Which = Literal["any", "first", "last", "all"]
-Calls = Literal["all", "ok"]
+Calls = Literal["all", "ok", "requested"]
 
 
 class _Unset:
@@ -44,7 +47,10 @@ def _steps(trace: Trace, calls: Calls) -> tuple[tuple[int, Span], ...]:
     key = "steps:" + calls
     got = trace.derived.get(key)
     if got is None:
-        got = tuple((i, s) for i, s in enumerate(trace.tool_calls, 1) if calls == "all" or s.error is None)
+        if calls == "requested":
+            got = tuple(enumerate(trace.requested_calls, 1))
+        else:
+            got = tuple((i, s) for i, s in enumerate(trace.tool_calls, 1) if calls == "all" or s.error is None)
         trace.derived[key] = got
     return got
 
@@ -52,13 +58,15 @@ def _steps(trace: Trace, calls: Calls) -> tuple[tuple[int, Span], ...]:
 def _in_scope(trace: Trace, calls: Calls) -> tuple[Span, ...]:
     if calls == "all":
         return trace.tool_calls
+    if calls == "requested":
+        return trace.requested_calls
     return tuple(s for _, s in _steps(trace, calls))
 
 
 def _names(trace: Trace, calls: Calls) -> tuple[str, ...]:
     if calls == "all":
         return trace.tool_names
-    key = "names:ok"
+    key = "names:" + calls
     got = trace.derived.get(key)
     if got is None:
         got = trace.derived[key] = tuple(s.name or "" for s in _in_scope(trace, calls))
@@ -70,8 +78,8 @@ def _calls(trace: Trace, tool: str, calls: Calls) -> list[Span]:
 
 
 def _ok(calls: Calls) -> str:
-    """The qualifier a reason carries when only successful calls count."""
-    return " successfully" if calls == "ok" else ""
+    """The qualifier a reason carries when it counts other calls than those that ran."""
+    return {"ok": " successfully", "requested": " or requested"}.get(calls, "")
 
 
 def _times(n: int) -> str:
@@ -183,7 +191,7 @@ def arg(
     if all(v is UNSET for v in got):
         return Verdict(False, f"{tool} called{_ok(calls)} without {key}")
     if len(got) > 1:
-        kind = "successful calls" if calls == "ok" else "calls"
+        kind = {"ok": "successful calls", "requested": "requested calls"}.get(calls, "calls")
         shown = f"[{shown}] ({which} of {len(got)} {kind})"
     return Verdict(False, f"arg {tool}.{key}: got {shown}, want {want}")
 
@@ -295,7 +303,7 @@ def trajectory(
         detail = f"; missing {sorted(set(tools) - set(seq))}"
     elif mode == "subset":
         detail = f"; unexpected {sorted(set(seq) - set(tools))}"
-    which = "successful tool sequence" if calls == "ok" else "tool sequence"
+    which = {"ok": "successful tool sequence", "requested": "requested tool sequence"}.get(calls, "tool sequence")
     return Verdict(False, f"{which} {list(seq)} does not match {mode} {tools}{detail}")
 
 

@@ -11,7 +11,9 @@ traj}`) are conversations too: `traj` is the message list, the case id `task-<ta
 
 Each assistant message is one model call: an `llm` span (with the usage logged beside it, if any), then a
 `tool` span per tool call (arguments parsed from their JSON string, the result matched by `tool_call_id`),
-then a `message` span for its text. The last assistant text is the final output.
+then a `message` span for its text. The last assistant text is the final output. A call that no tool
+message answers never ran as far as the conversation shows: its span is `"executed": false` (requested).
+A user message starts a turn: a conversation of several turns carries `turn` (0-based) on every span.
 """
 
 from __future__ import annotations
@@ -173,6 +175,8 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
     by_name = [m for m in messages if m.role == "function"]  # legacy results, matched by order
 
     spans: list[dict[str, Any]] = []
+    turn_of = _turns(messages)
+    at = {id(m): n for n, m in enumerate(messages)}
     model = conv.get("model")
     final_output: str | None = None
     last_finish: str | None = None
@@ -181,8 +185,9 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
         if m.role in ("tool", "function"):
             continue  # emitted with the call they answer
         text = content_text(m.content)
+        first = len(spans)
         if m.role != "assistant":
-            spans.append({"kind": "message", "role": m.role, "content": text})
+            spans.append({"kind": "message", "role": m.role, "content": text, "turn": turn_of[i]})
             continue
         model = m.model or model
         llm: dict[str, Any] = {"kind": "llm", "name": m.model or model}
@@ -196,12 +201,20 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
             calls.append(_ToolCall(id=None, function=m.function_call))
         if text:  # the model wrote this before its tool calls ran
             spans.append({"kind": "message", "role": "assistant", "content": text})
+        for span in spans[first:]:
+            span["turn"] = turn_of[i]
         for j, call in enumerate(calls):
-            spans.append(_tool_span(call, results.get((i, j)), by_name))
+            result = results.get((i, j))
+            spans.append(_tool_span(call, result, by_name))
+            # A call run in a later turn (held until the user confirmed) belongs to the turn it ran in.
+            spans[-1]["turn"] = turn_of[at[id(result)]] if result is not None and id(result) in at else turn_of[i]
         final_output = text or _finish_answer(calls)
         last_finish = m.finish_reason
         last_had_calls = bool(calls) and calls[-1].function.name != FINISH_TOOL
 
+    if not turn_of or turn_of[-1] == 0:  # one turn is the whole trace: spans without turns
+        for span in spans:
+            del span["turn"]
     _spread_total_usage(spans, conv.get("usage"))
     finish = conv.get("finish_reason")
     if finish is None:
@@ -218,6 +231,19 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
         if conv.get(key) is not None:
             trace[key] = conv[key]
     return trace
+
+
+def _turns(messages: list[_Message]) -> list[int]:
+    """The turn of each message: a user message starts a turn (consecutive user messages share one, and
+    what comes before the first, a system prompt, is turn 0)."""
+    out: list[int] = []
+    turn, answered = 0, False
+    for m in messages:
+        if m.role == "user" and answered:
+            turn, answered = turn + 1, False
+        answered = answered or m.role not in ("user", "system", "developer")
+        out.append(turn)
+    return out
 
 
 def _pair_results(messages: list[_Message]) -> dict[tuple[int, int], _Message]:
@@ -246,8 +272,11 @@ def _tool_span(call: _ToolCall, result: _Message | None, legacy: list[_Message])
         if result is not None:
             legacy.remove(result)
     if result is None:
+        # No tool message answers it: the model asked, and nothing shows that it ran (an agent that
+        # confirms before acting holds such calls back). Kept, as requested; the tool-call checks skip it.
         span["output"] = None
-        span["error"] = arg_error or "no tool result in the conversation"
+        span["error"] = arg_error
+        span["executed"] = False
         return span
     output = maybe_json(content_text(result.content))
     span["output"] = output

@@ -19,6 +19,10 @@ Tool calls are read from the model's side (each model call's output, and any cal
 seen before) and from tool spans; a tool span is joined to the model's call by id, else by name and order,
 and a model call no tool span answers becomes a tool span of its own, its result taken from the history.
 Results in histories pair with the earliest unanswered call of their id, so reused ids stay right.
+A model's call counts as run when a tool span ran it or a later model input shows it with its result;
+one that never ran (held back by a confirmation guard, or the run ended) stays as `"executed": false`.
+A user message new in a model call's input starts a turn: a run of several turns carries `turn` on every
+span, and a call run later than asked (after the user confirmed) belongs to the turn it ran in.
 """
 
 from __future__ import annotations
@@ -405,6 +409,7 @@ class _Call:
     result: Any = None
     answered: bool = False
     tool: _ToolSpan | None = None
+    answered_at: int | None = None  # the place in the plan where its result was first seen
 
 
 class _History:
@@ -414,6 +419,7 @@ class _History:
     def __init__(self) -> None:
         self.seen: Counter[tuple[Any, ...]] = Counter()
         self.calls: list[_Call] = []
+        self.position = 0  # where in the plan the inputs being read go
 
     def read_inputs(self, inputs: list[Msg]) -> list[tuple[str, Any]]:
         items: list[tuple[str, Any]] = []
@@ -466,6 +472,7 @@ class _History:
             match = [c for c in open_calls if c.name == r.get("name")] or open_calls
         if match:
             match[0].result, match[0].answered = r.get("response"), True
+            match[0].answered_at = self.position
 
     def join(self, t: _ToolSpan) -> _Call | None:
         """The model's call a tool span ran: by id, else the earliest one of that name no span ran yet."""
@@ -499,6 +506,7 @@ def build_trace(spans: list[OtelSpan], *, case_id: str, convention: str | None =
                     f"span {s.name!r} ({s.span_id}) is a model call with content in {', '.join(unread[:6])} "
                     "in a shape the importer does not read"
                 )
+            history.position = len(plan)
             plan += history.read_inputs(x.inputs)
             plan.append(("llm", x))
             plan += history.read_outputs(x.outputs)
@@ -507,16 +515,23 @@ def build_trace(spans: list[OtelSpan], *, case_id: str, convention: str | None =
             t = _tool(s, conv or GENAI)
             plan.append(("tool", (t, history.join(t))))
 
+    turn_at = _turns(plan)
     out: list[dict[str, Any]] = []
-    for what, item in plan:
+    for n, (what, item) in enumerate(plan):
         if what == "llm":
             out.append(_llm_span(item))
         elif what == "message":
-            out.append(item)
+            out.append(dict(item))
         elif what == "call" and item.tool is None:
             out.append(_synth_tool(item))
+            if item.answered_at is not None:
+                n = item.answered_at
         elif what == "tool":
             out.append(_tool_span(*item))
+        else:
+            continue
+        if turn_at[-1] > 0:  # one turn is the whole trace: spans without turns
+            out[-1]["turn"] = turn_at[n]
 
     final_from_llm = None
     if last_llm is not None:
@@ -541,6 +556,21 @@ def build_trace(spans: list[OtelSpan], *, case_id: str, convention: str | None =
         "source_format": "otel-" + "+".join(conventions) if conventions else "otel",
         "otel_trace_id": spans[0].trace_id if spans else None,
     }
+
+
+def _turns(plan: list[tuple[str, Any]]) -> list[int]:
+    """The turn of each item of the plan (and one more, the last turn, at the end): a user message starts
+    a turn once the current one has more than its user's messages."""
+    out: list[int] = []
+    turn, answered = 0, False
+    for what, item in plan:
+        user = what == "message" and item.get("role") in ("user", "system", "developer")
+        if what == "message" and item.get("role") == "user" and answered:
+            turn, answered = turn + 1, False
+        answered = answered or not user
+        out.append(turn)
+    out.append(turn)
+    return out
 
 
 def _unknown(spans: list[OtelSpan], convention: str | None) -> str:
@@ -585,8 +615,11 @@ def _tool_span(t: _ToolSpan, call: _Call | None) -> dict[str, Any]:
 def _synth_tool(c: _Call) -> dict[str, Any]:
     args, arg_error = parse_arguments(c.arguments)
     output = maybe_json(c.result) if c.answered else None
-    error = arg_error or (None if c.answered else "no tool result in the trace") or result_error(output)
-    return {"kind": "tool", "name": c.name, "input": args, "output": output, "error": error, "tool_call_id": c.id}
+    error = arg_error or result_error(output)
+    span = {"kind": "tool", "name": c.name, "input": args, "output": output, "error": error, "tool_call_id": c.id}
+    if not c.answered:  # no tool span, and no later model input shows its result: asked for, never seen to run
+        span["executed"] = False
+    return span
 
 
 def _agent_output(root: OtelSpan, convention: str | None) -> str | None:
