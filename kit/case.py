@@ -238,9 +238,11 @@ def did_you_mean(word: Any, known: Any) -> str:
 def _read_yaml(path: Path) -> list[Any]:
     import yaml  # imported when a file is read: `import kit.evaluate` stays fast
 
+    from kit.yamlio import safe_load_all
+
     text = read_text(path, "file")
     try:
-        return [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
+        return [d for d in safe_load_all(text) if d is not None]
     except RecursionError:
         raise KitInputError("malformed YAML: nested too deeply", file=str(path)) from None
     except yaml.YAMLError as e:

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from kit import yamlio
 from kit.case import Case
 from kit.errors import KitInputError, field_errors
 from kit.judge import rubric_hash
@@ -188,7 +189,7 @@ def load_rubrics(path: str | Path) -> RubricSet:
     if not p.exists():
         return RubricSet(file=str(p))
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = yamlio.safe_load(p.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise KitInputError(f"malformed YAML: {str(exc).splitlines()[0]}", file=str(p)) from None
     except (UnicodeDecodeError, RecursionError) as exc:

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 from kit_promptfoo.kit_request import encode_turns
 
+from kit import yamlio
 from kit.settings import project_root
 
 # The glue's own files (the provider, the assertion, the store hook) lie beside this module.
@@ -98,7 +99,7 @@ def redteam_parts(source: Path, out: Path) -> dict[str, Any]:
     """What `promptfoo redteam run` needs from the red-team config `source`, for a config written to `out`:
     its `redteam:` block (the generator path stays relative to the working directory, as Promptfoo reads
     it), the attacks' case as default vars, and the hooks that name the attacks and drop ungraded graders."""
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = yamlio.safe_load(source.read_text(encoding="utf-8"))
     base = source.resolve().parent
 
     def moved(ref: str) -> str:  # a file:// path relative to `source`'s folder, made relative to `out`'s

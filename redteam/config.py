@@ -32,6 +32,8 @@ from kit_promptfoo.genconfig import HERE as PROVIDERS
 from kit_promptfoo.genconfig import agent_provider, file_ref
 from kit_promptfoo.redteam import corpus
 
+from kit import yamlio
+
 # The red team's own files (template, generic attacks and invariants, hooks, grader) lie beside this module.
 REDTEAM = Path(__file__).resolve().parent
 TEMPLATE = REDTEAM / "promptfooconfig.yaml"
@@ -45,7 +47,7 @@ CASE_ID = "redteam-attack"
 
 
 def invariant_names(path: Path) -> list[str]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yamlio.safe_load(path.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict) or not data:
         raise ValueError(f"{path}: expected named invariants (name: {{checks: [...]}}), found none")
     return list(data)
@@ -92,7 +94,7 @@ def build(
     invariants: Path | None = None,
     tools: Path | None = None,
 ) -> dict[str, Any]:
-    config = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    config = yamlio.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     attacks = attacks or GENERIC / "attacks.yaml"
     case = write_case(out.parent, invariants or GENERIC / "invariants.yaml", tools)
     ref = {"case_file": str(case.resolve()), "case_id": CASE_ID}

@@ -9,6 +9,7 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from kit import yamlio
 from kit.errors import error_line
 
 M = TypeVar("M", bound=BaseModel)
@@ -71,7 +72,10 @@ def read_attacks(path: Path, model: type[M]) -> tuple[M, ...]:
 
 @lru_cache(maxsize=8)
 def _read(path: str, _mtime: int, model: type[M]) -> tuple[M, ...]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    try:
+        data = yamlio.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: {e}") from None
     out: list[M] = []
     seen: set[str] = set()
     for i, raw in enumerate(data.get("attacks") or []):

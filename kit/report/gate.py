@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kit import yamlio
 from kit.errors import KitInputError, first_error
 from kit.report.data import ReportData
 from kit.store.queries import Comparison
@@ -57,7 +58,7 @@ def load_policy(path: Path) -> GatePolicy:
     if not path.exists():
         return GatePolicy()
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yamlio.safe_load(path.read_text()) or {}
         return GatePolicy.model_validate(raw)
     except yaml.YAMLError as e:
         raise KitInputError(f"not valid YAML: {e}", file=str(path)) from None
