@@ -12,6 +12,7 @@ Sources, lowest to highest precedence:
     agent = "mypkg.agent:run"
     cases = "golden"
     store = ".kit/evals.duckdb"
+    concurrency = 8                      # agent calls in flight at once (KIT_CONCURRENCY)
     [tool.kit.judge]
     model = "qwen2.5-7b-instruct"
     base_url = "http://127.0.0.1:8000/v1"
@@ -86,6 +87,8 @@ class Settings(_Frozen):
     variant: str | None = None
     agent_policy: Literal["deterministic", "model"] = "deterministic"
     agent_timeout: float = Field(default=60.0, gt=0)
+    # Agent calls in flight at once, across every process of one `make evals` (kit.runner.slots).
+    concurrency: int = Field(default=8, ge=1, le=1024)
     agent_model: str | None = None
     run_id: str | None = None
     judge: JudgeSettings = JudgeSettings()
@@ -118,6 +121,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_VARIANT": ("variant",),
     "KIT_AGENT_POLICY": ("agent_policy",),
     "KIT_AGENT_TIMEOUT": ("agent_timeout",),
+    "KIT_CONCURRENCY": ("concurrency",),
     "KIT_AGENT_MODEL": ("agent_model",),
     "KIT_RUN_ID": ("run_id",),
     "KIT_JUDGE_MODEL": ("judge", "model"),
