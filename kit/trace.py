@@ -3,10 +3,12 @@ data computed once per trace and shared by every check."""
 
 from __future__ import annotations
 
+import codecs
 import functools
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal, Required
+from typing import Annotated, Any, BinaryIO, Literal, Required
 
 import orjson
 from pydantic import (
@@ -457,6 +459,138 @@ def _read_jsonl(text: str, file: str) -> tuple[list[Trace], list[KitInputError]]
             errors.append(KitInputError(f"line {n}: {e}", file=file))
     traces, bad = _parse_each(items)
     return traces, errors + bad
+
+
+# Files up to this size are read whole (one orjson call, the fastest way); larger ones are read one trace at
+# a time, so that memory does not grow with the file.
+STREAM_BYTES = 4 << 20
+_CHUNK = 1 << 20
+
+
+def iter_traces(path: str | Path) -> Iterator[Trace | KitInputError]:
+    """The traces of a file (as `read_traces` reads them), each as soon as it is read, with an error in
+    the place of each bad one. JSON Lines and a JSON list larger than `STREAM_BYTES` are read a trace at
+    a time; anything else, or a file that is neither, is read whole."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        f = p.open("rb")
+    except OSError as e:
+        yield KitInputError(f"cannot read trace file: {e.strerror}", file=str(p))
+        return
+    with f:
+        head = f.read(_CHUNK).lstrip()
+        f.seek(0)
+        if size > STREAM_BYTES and head[:1] == b"[":
+            yield from _stream_list(f, str(p))
+            return
+        if size > STREAM_BYTES and head[:1] == b"{" and _one_line_value(head):
+            yield from _stream_lines(f, str(p))
+            return
+    traces, errors = read_traces(p)
+    yield from errors
+    yield from traces
+
+
+def _one_line_value(head: bytes) -> bool:
+    """Whether the first line of the file is a JSON value of its own (JSON Lines, not a pretty-printed object)."""
+    line = head.split(b"\n", 1)[0]
+    if len(line) == len(head):
+        return False  # a first line longer than the chunk: read whole
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _stream_lines(f: BinaryIO, file: str) -> Iterator[Trace | KitInputError]:
+    """JSON Lines, one trace per line; the errors are worded as `_read_jsonl` words them."""
+    offset = 0
+    for n, raw in enumerate(f, 1):  # a binary file splits at b"\n" only
+        start, offset = offset, offset + len(raw)
+        if not raw.strip():
+            continue
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield KitInputError(f"not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {start + e.start}", file=file)
+                continue
+            try:
+                data = _json(line)
+            except json.JSONDecodeError as e:
+                yield KitInputError(f"malformed JSON on line {n}: {e.msg}", file=file)
+                continue
+            except ValueError as e:
+                yield KitInputError(f"line {n}: {e}", file=file)
+                continue
+        try:
+            yield parse_trace(data, file=f"{file}:{n}")
+        except KitInputError as e:
+            yield e
+
+
+def _stream_list(f: BinaryIO, file: str) -> Iterator[Trace | KitInputError]:
+    """A JSON list, one item at a time: each item is decoded from a window of the file that grows only
+    while the item is longer than the window."""
+    decoder = json.JSONDecoder()
+    reader = codecs.getincrementaldecoder("utf-8")()
+    buf, pos, eof, done = "", 0, False, 0
+    i = 0
+
+    def more() -> bool:
+        nonlocal buf, pos, eof, done
+        chunk = f.read(_CHUNK)
+        eof = not chunk
+        try:
+            text = reader.decode(chunk, final=eof)
+        except UnicodeDecodeError as e:
+            where = f"byte 0x{chunk[e.start]:02x} at offset {done + e.start}"
+            raise KitInputError(f"not UTF-8 text: {where}", file=file) from None
+        done += len(chunk)
+        buf, pos = buf[pos:] + text, 0
+        return not eof
+
+    def skip(chars: str) -> str:
+        """The next character that is not white space or one of `chars` (reading on as needed), or ""."""
+        nonlocal pos
+        while True:
+            while pos < len(buf) and (buf[pos].isspace() or buf[pos] in chars):
+                pos += 1
+            if pos < len(buf) or not more():
+                return buf[pos] if pos < len(buf) else ""
+
+    try:
+        if skip("") != "[":
+            raise KitInputError("malformed JSON: expected a list", file=file)
+        pos += 1
+        while True:
+            c = skip(",")
+            if c == "]":
+                return
+            if c == "":
+                raise KitInputError("malformed JSON: the list is not closed", file=file)
+            while True:
+                try:
+                    data, end = decoder.raw_decode(buf, pos)
+                    break
+                except json.JSONDecodeError as e:
+                    if eof:  # the whole rest of the file is in the window and still does not decode
+                        raise KitInputError(f"malformed JSON in item {i}: {e.msg}", file=file) from None
+                    more()  # the item may run on past the window
+                except RecursionError:
+                    raise KitInputError(f"item {i}: JSON nested too deeply", file=file) from None
+            pos = end
+            try:
+                yield parse_trace(data, file=f"{file}[{i}]")
+            except KitInputError as e:
+                yield e
+            i += 1
+    except KitInputError as e:
+        yield e
 
 
 def load_traces(path: str | Path) -> list[Trace]:

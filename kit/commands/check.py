@@ -1,21 +1,27 @@
-"""`kit check TRACE... --cases PATH [--json]` (contract in docs/CONTRACT.md)."""
+"""`kit check TRACE... --cases PATH [--json]` (contract in docs/CONTRACT.md).
+
+Each trace is judged as it is read and then let go: what is kept per run is its failures (for the summary),
+and with --json its encoded result, spooled to a temporary file. Memory does not grow with the traces.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import sys
-from typing import Any
+import tempfile
+from typing import IO, Any
 
 import orjson
 
 from kit.aggregate import summarize
-from kit.case import load_suite
+from kit.case import Case, load_suite
 from kit.errors import KitInputError
 from kit.evaluate import evaluate
-from kit.result import CaseRun
-from kit.trace import read_traces
+from kit.result import CaseRun, Result
+from kit.trace import Trace, iter_traces
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,34 +44,93 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryFile() as tmp:
+        return _judge_all(args, _Spool(tmp) if args.json else None)
+
+
+def _judge_all(args: argparse.Namespace, spool: _Spool | None) -> int:
     suite = load_suite(args.cases, args.invariants)
     errors: list[KitInputError] = list(suite.errors)
     cases = suite.by_id()
-    runs: list[CaseRun] = []
-    # With --json each run is written out while it is fresh: the process keeps its bytes, not its dicts.
-    encoded: list[bytes | None] | None = [] if args.json else None
+    kept: list[CaseRun] = []  # each run with its failures only: all the summary reads
     for path in args.traces:
         # A bad trace in a file is reported; the good ones around it are still judged.
-        traces, bad = read_traces(path)
-        errors += bad
-        for trace in traces:
-            case = cases.get(trace.case_id)
-            if case is None:
-                errors.append(KitInputError("no golden case with this id", file=path, case=trace.case_id))
+        read = 0
+        for item in iter_traces(path):
+            read += 1
+            if isinstance(item, KitInputError):
+                errors.append(item)
                 continue
-            run = evaluate(trace, case)
-            runs.append(run)
-            if encoded is not None:
-                encoded.append(_orjson(run.to_dict()))
+            case = cases.get(item.case_id)
+            if case is None:
+                errors.append(KitInputError("no golden case with this id", file=path, case=item.case_id))
+                continue
+            run = judge(item, case)
+            if spool is not None:
+                spool.add(run_dict(run, item))
+            else:
+                print_run(run, item)
+            kept.append(dataclasses.replace(run, results=run.failures))
+        if read == 0:
+            errors.append(KitInputError(f"no traces in {path}: nothing was checked", file=path))
     for e in errors:
         print(f"kit check: {e}", file=sys.stderr)
-    if encoded is not None:
-        print_json(runs, encoded)
-    else:
-        print_text(runs)
+    if spool is not None:
+        spool.write(summarize(kept))
+    elif kept:
+        s = summarize(kept)
+        print(f"{s['passed']}/{s['runs']} runs passed ({s['pass_rate']:.0%}); {s['errors']} errors")
     if errors:
         return 2
-    return 0 if all(r.passed for r in runs) else 1
+    return 0 if all(r.passed for r in kept) else 1
+
+
+def judge(trace: Trace, case: Case) -> CaseRun:
+    """Every check of the case on the trace, and a failed `turns` result when a scripted conversation
+    (`turns:`) was recorded with another number of turns: a `turn: N` check means nothing then."""
+    run = evaluate(trace, case)
+    mismatch = turn_count(trace, case)
+    return run if mismatch is None else dataclasses.replace(run, results=(mismatch, *run.results))
+
+
+def turn_count(trace: Trace, case: Case) -> Result | None:
+    if case.turns is None:
+        return None
+    have, want = len(trace.turns) or 1, len(case.turns)
+    if have == want:
+        return None
+    return Result(
+        "turns",
+        False,
+        f"the conversation has {have} turn{'s' * (have != 1)}, the case scripts {want} (its `turns:`): a user "
+        "message starts a turn, so the recording holds another conversation than the case",
+    )
+
+
+def held_calls(trace: Trace) -> list[dict[str, Any]]:
+    """The calls the model asked for that never ran (kept in the trace as `"executed": false`)."""
+    return [{"tool": s.name, "turn": s.turn} for s in trace.held_calls]
+
+
+def run_dict(run: CaseRun, trace: Trace) -> dict[str, Any]:
+    d = run.to_dict()
+    held = held_calls(trace)
+    if held:
+        d["requested_not_run"] = held
+    return d
+
+
+def print_run(run: CaseRun, trace: Trace) -> None:
+    mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[run.outcome]
+    print(f"{mark}  {run.case_id} (attempt {run.attempt})")
+    if run.error:
+        print(f"      error: {run.error}")
+    for f in run.failures:
+        print(f"      {f.outcome}: {f.name}: {f.reason}")
+    held = held_calls(trace)
+    if held:
+        shown = ", ".join(h["tool"] + ("" if h["turn"] is None else f" (turn {h['turn']})") for h in held)
+        print(f"      requested, never ran (not counted as calls): {shown}")
 
 
 def _orjson(obj: Any) -> bytes | None:
@@ -75,35 +140,56 @@ def _orjson(obj: Any) -> bytes | None:
         return None
 
 
-def print_json(runs: list[CaseRun], encoded: list[bytes | None]) -> None:
-    """`{"results": [...], "summary": {...}}`, compact, and a newline. orjson writes it ~8x faster than json,
-    each run's part as the run was made (the bytes are those of one orjson.dumps of the whole object); if
-    orjson refuses anything (a lone surrogate a hostile trace put into a reason, an integer beyond 64 bits),
-    json writes the whole object instead."""
-    summary = summarize(runs)
-    tail = _orjson(summary)
-    parts = [p for p in encoded if p is not None]
-    if tail is None or len(parts) != len(runs):
-        print(json.dumps({"results": [r.to_dict() for r in runs], "summary": summary}))
-        return
-    chunks = [b'{"results":[', b",".join(parts), b'],"summary":', tail, b"}\n"]
-    out = getattr(sys.stdout, "buffer", None)
-    if out is None:  # a text-only stdout (redirected in process)
-        sys.stdout.write(b"".join(chunks).decode())
-        return
-    sys.stdout.flush()
-    out.writelines(chunks)
-    out.flush()
+class _Spool:
+    """The runs' JSON, one per line in a temporary file, as they are judged. Written out as
+    `{"results": [...], "summary": {...}}` and a newline: the bytes of one orjson dump of the whole object
+    (orjson writes it ~8x faster than json); if orjson refuses any part (a lone surrogate a hostile trace
+    put into a reason, an integer beyond 64 bits), the bytes of one json dump of the whole object."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.refused = False
+
+    def add(self, d: dict[str, Any]) -> None:
+        line = _orjson(d)
+        if line is None:
+            self.refused = True
+            line = b"J" + json.dumps(d).encode()  # marked: already json's text
+        self.file.write(line + b"\n")
+
+    def lines(self) -> Any:
+        self.file.seek(0)
+        for raw in self.file:
+            yield raw[:-1]
+
+    def write(self, summary: dict[str, Any]) -> None:
+        tail = _orjson(summary)
+        out = getattr(sys.stdout, "buffer", None)
+        sys.stdout.flush()
+        if tail is None or self.refused:
+            # json writes a list as its items' own dumps joined by ", ": each run is written as json would.
+            parts = (r[1:].decode() if r[:1] == b"J" else json.dumps(orjson.loads(r)) for r in self.lines())
+            _emit(out, '{"results": [', parts, ", ", '], "summary": ' + json.dumps(summary) + "}\n")
+        else:
+            _emit(out, b'{"results":[', self.lines(), b",", b'],"summary":' + tail + b"}\n")
 
 
-def print_text(runs: list[CaseRun]) -> None:
-    for r in runs:
-        mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[r.outcome]
-        print(f"{mark}  {r.case_id} (attempt {r.attempt})")
-        if r.error:
-            print(f"      error: {r.error}")
-        for f in r.failures:
-            print(f"      {f.outcome}: {f.name}: {f.reason}")
-    if runs:
-        s = summarize(runs)
-        print(f"{s['passed']}/{s['runs']} runs passed ({s['pass_rate']:.0%}); {s['errors']} errors")
+def _emit(out: Any, head: Any, parts: Any, sep: Any, tail: Any) -> None:
+    """head, the parts joined by sep, tail: to stdout's bytes (or its text, when stdout has no bytes)."""
+    write = out.write if out is not None else sys.stdout.write
+    text = isinstance(head, str)
+
+    def put(x: Any) -> None:
+        if out is not None and text:
+            x = x.encode()
+        elif out is None and not text:
+            x = x.decode()
+        write(x)
+
+    put(head)
+    for n, p in enumerate(parts):
+        if n:
+            put(sep)
+        put(p)
+    put(tail)
+    (out or sys.stdout).flush()
