@@ -36,6 +36,7 @@ CASE_KEYS = (
     "user",
     "reference",
     "runs",
+    "min_pass_fraction",
     "invariants",
     "checks",
     "context",
@@ -99,6 +100,9 @@ class Case:
     extra: dict[str, Any] = field(default_factory=dict)
     turns: tuple[str, ...] | None = None
     user: UserSpec | None = None
+    # The fraction of its attempts that must pass for the case to pass the gate (None: gates.yaml's
+    # hard.min_pass_fraction).
+    min_pass_fraction: float | None = None
 
     def __post_init__(self) -> None:
         # Deep-frozen: an agent handed the case cannot change its context, its checks or their parameters.
@@ -131,6 +135,7 @@ class _CaseModel(BaseModel):
     user: _UserModel | None = None
     reference: str | None = None
     runs: int = Field(default=1, ge=1, le=MAX_RUNS)
+    min_pass_fraction: float | None = Field(default=None, ge=0, le=1)
     invariants: list[str] = Field(default_factory=list)
     checks: list[Any] = Field(default_factory=list)
     context: dict[str, Any] = Field(default_factory=dict)
@@ -145,6 +150,14 @@ class _CaseModel(BaseModel):
     @classmethod
     def _id_text(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) else v
+
+    @field_validator("min_pass_fraction", mode="before")
+    @classmethod
+    def _a_fraction(cls, v: Any) -> Any:
+        # `true` or `.nan` is a slip, never a floor: refuse it by name rather than read it as 1.0 or NaN.
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1):
+            raise ValueError(f"must be a number from 0 to 1 (the fraction of attempts that must pass), got {v!r}")
+        return v
 
     @model_validator(mode="after")
     def _one_kind_of_input(self) -> _CaseModel:
@@ -354,6 +367,7 @@ def parse_case(
         checks=unique_labels(checks, file=file, case=m.id),
         reference=m.reference,
         runs=m.runs,
+        min_pass_fraction=m.min_pass_fraction,
         invariants=tuple(m.invariants),
         context=m.context,
         variant=m.variant,

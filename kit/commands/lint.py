@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 import regex
 
-from kit.case import CheckSpec, find_invariants_file, find_upwards, load_invariants, load_suite
+from kit.case import MAX_RUNS, Case, CheckSpec, find_invariants_file, find_upwards, load_invariants, load_suite
 from kit.checks.params import SafeRegex
 from kit.errors import KitInputError
 from kit.rubrics import RubricSet, load_rubrics
@@ -26,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a case file or a folder of them")
     parser.add_argument("--tools", metavar="FILE", help="tool schemas (default: the nearest tools.json)")
     parser.add_argument("--rubrics", metavar="FILE", help="G-Eval rubrics (default: the settings' rubrics file)")
+    parser.add_argument("--gates", metavar="FILE", help="gate policy whose floors apply (default: the settings' gates)")
 
 
 def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
@@ -99,6 +101,49 @@ def read_rubrics(path: str | None) -> tuple[RubricSet | None, KitInputError | No
         return None, e
 
 
+def read_policy_floor(path: str | None = None) -> tuple[float, KitInputError | None]:
+    """gates.yaml's `hard.min_pass_fraction`, the floor of a case that sets none (its own problem, if any:
+    a floor outside 0..1 there is refused like one in a case)."""
+    from kit.report.gate import GatePolicy, load_policy
+
+    try:
+        return load_policy(Path(path) if path else load_settings().gates).hard.min_pass_fraction, None
+    except KitInputError as e:
+        return GatePolicy().hard.min_pass_fraction, e
+
+
+def runs_for_floor(floor: float) -> int | None:
+    """The fewest runs with which a floor under 1 still allows a failed attempt (None: no floor under 1)."""
+    if floor >= 1:
+        return None
+    return next((n for n in range(1, MAX_RUNS + 1) if math.ceil(floor * n - 1e-9) < n), None)
+
+
+def floor_warnings(cases: list[Case], default_floor: float) -> list[str]:
+    """Cases whose `runs` cannot express their floor: with `runs: 1` a floor of 0.8 still needs every
+    attempt to pass, which is a floor of 1 in all but name."""
+    out = []
+    for case in cases:
+        floor = case.min_pass_fraction if case.min_pass_fraction is not None else default_floor
+        need = math.ceil(floor * case.runs - 1e-9)
+        if 0 < floor < 1 and need >= case.runs:
+            own = case.min_pass_fraction is not None
+            whose = "its min_pass_fraction" if own else "gates.yaml's hard.min_pass_fraction"
+            fewest = runs_for_floor(floor)
+            out.append(
+                str(
+                    KitInputError(
+                        f"runs: {case.runs} cannot express {whose} {floor:g}: {need} of {case.runs} attempts must "
+                        f"pass, a floor of 1 in all but name"
+                        + (f"; give it runs: {fewest} or more to allow a failed attempt" if fewest else ""),
+                        file=case.file,
+                        case=case.id,
+                    )
+                )
+            )
+    return out
+
+
 def main(args: argparse.Namespace) -> int:
     root = Path(args.path)
     suite = load_suite(root)
@@ -123,6 +168,11 @@ def main(args: argparse.Namespace) -> int:
         problems += rubrics.lint(suite.cases)  # a rubric attached by id to a case without what it needs
         for line in rubrics.coverage(suite.cases):
             print(f"kit lint: note: {line}")
+    default_floor, problem = read_policy_floor(getattr(args, "gates", None))
+    if problem is not None:
+        problems.append(problem)
+    for line in floor_warnings(suite.cases, default_floor):
+        print(f"kit lint: warning: {line}", file=sys.stderr)
     for p in problems:
         print(f"kit lint: {p}", file=sys.stderr)
     n_checks = sum(len(c.checks) for c in suite.cases)

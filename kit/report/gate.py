@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kit import yamlio
+from kit.aggregate import evidence
 from kit.errors import KitInputError, first_error
 from kit.report.data import ReportData
 from kit.store.queries import Comparison
@@ -26,6 +27,9 @@ class _Strict(BaseModel):
 class HardPolicy(_Strict):
     fail_on_failure: bool = True
     fail_on_error: bool = True
+    # A case passes the hard gate when the fraction of its attempts that passed is at least its floor (a
+    # case's own `min_pass_fraction`, else this). 1.0: every attempt must pass.
+    min_pass_fraction: float = Field(1.0, ge=0, le=1)
 
 
 class SoftPolicy(_Strict):
@@ -35,10 +39,16 @@ class SoftPolicy(_Strict):
     # A judge error (the judge was down or answered no verdict) is no verdict on the agent: by default it is
     # left out of the pass rate and reported, and the hard gates decide; `fail` counts it as a failed verdict.
     errors: Literal["ignore", "fail"] = "ignore"
+    # `kit calibrate` exits 1 when a rubric's judge agrees with the labels less than this (Cohen's kappa).
+    min_kappa: float = Field(0.6, ge=-1, le=1)
 
 
 class BaselinePolicy(_Strict):
-    new_failures: Literal["fail", "warn"] = "fail"
+    # fail: a case that passed every attempt in the baseline and not now fails. significant: a case whose
+    # pass fraction fell by more than chance explains (one-sided Fisher exact, Holm over the cases compared,
+    # p under alpha) fails; a smaller change is noise, listed. ignore: changes are listed, never fail.
+    new_failures: Literal["fail", "significant", "ignore"] = "fail"
+    alpha: float = Field(0.05, gt=0, lt=1)
     # A soft gate whose pass rate fell by more than this since the baseline fails, even above its floor.
     soft_max_drop: float | None = Field(0.1, ge=0, le=1)
 
@@ -47,8 +57,20 @@ class RunsPolicy(_Strict):
     require_complete: bool = True
 
 
+class JudgePolicy(_Strict):
+    samples: int = Field(1, ge=1, le=15, description="judge samples per soft verdict, odd: their majority")
+
+    @field_validator("samples")
+    @classmethod
+    def _odd(cls, value: int) -> int:
+        if value % 2 == 0:
+            raise ValueError(f"must be odd so that K samples have a majority, got {value}")
+        return value
+
+
 class GatePolicy(_Strict):
     hard: HardPolicy = Field(default_factory=HardPolicy)
+    judge: JudgePolicy = Field(default_factory=JudgePolicy)
     soft: SoftPolicy = Field(default_factory=SoftPolicy)
     baseline: BaselinePolicy = Field(default_factory=BaselinePolicy)
     runs: RunsPolicy = Field(default_factory=RunsPolicy)
@@ -125,14 +147,35 @@ def soft_floors(rows: Iterable[Mapping[str, Any]], policy: GatePolicy) -> list[S
     ]
 
 
+def case_floor(case_id: str, policy: GatePolicy, floors: Mapping[str, float] | None = None) -> float:
+    """The pass fraction a case must reach: its own `min_pass_fraction`, else `hard.min_pass_fraction`."""
+    own = (floors or {}).get(case_id)
+    return policy.hard.min_pass_fraction if own is None else own
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The run a gated run is held against: its flips with the checks behind them (`queries.compare`), its
+    per-case (passed, attempts) (`queries.case_counts`) and its soft gates (`queries.soft_gates`)."""
+
+    run_id: str
+    comparison: Comparison
+    counts: Mapping[str, tuple[int, int]]
+    soft: list[dict[str, Any]]
+
+
+def _side(passed: int, attempts: int) -> str:
+    return f"{passed}/{attempts} ({passed / attempts:.2f})" if attempts else "0/0"
+
+
 def verdict(
     data: ReportData,
     policy: GatePolicy,
-    baseline: Comparison | None = None,
-    baseline_soft: list[dict] | None = None,
+    baseline: Baseline | None = None,
+    floors: Mapping[str, float] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """(failures, notes): each failure names the run, the rule and what broke it. `baseline_soft` is the
-    baseline run's soft gates (`queries.soft_gates`), for the soft-drop rule."""
+    """(failures, notes): each failure names the run, the rule and what broke it. `floors`: the cases' own
+    `min_pass_fraction` by case id (a case without one is held to `hard.min_pass_fraction`)."""
     fails: list[str] = []
     notes: list[str] = []
     run_id = data.run["run_id"]
@@ -143,11 +186,26 @@ def verdict(
         )
     if not data.cases and not data.soft:
         fails.append(f"run {run_id} has no results")
+    failing: dict[str, list[dict[str, Any]]] = {}
     for f in data.failing:
-        if (f["outcome"] == "fail" and policy.hard.fail_on_failure) or (
-            f["outcome"] == "error" and policy.hard.fail_on_error
-        ):
-            fails.append(f"hard {f['outcome']}: case {f['case_id']} check {f['check']} ({f['times']}x): {f['reason']}")
+        failing.setdefault(f["case_id"], []).append(f)
+    for c in data.cases:
+        case_id, passed, attempts = c["case_id"], int(c["c"]), int(c["n"])
+        floor = case_floor(case_id, policy, floors)
+        if policy.hard.fail_on_failure and attempts and passed / attempts < floor - 1e-12:
+            under = f"case passed {_side(passed, attempts)}, under its floor {floor:.2f}"
+            checks = [f for f in failing.get(case_id, []) if f["outcome"] == "fail"]
+            fails += [
+                f"hard fail: case {case_id} check {f['check']} ({f['times']}x): {f['reason']} ({under})" for f in checks
+            ] or [f"hard fail: case {case_id}: {under}"]
+        elif 0 < passed < attempts:
+            notes.append(f"flaky: case {case_id} passed {_side(passed, attempts)}, at or above its floor {floor:.2f}")
+    if policy.hard.fail_on_error:
+        # An error (a check that crashed, an agent that raised or hung) is no verdict on the agent, so no
+        # floor excuses it.
+        for f in data.failing:
+            if f["outcome"] == "error":
+                fails.append(f"hard error: case {f['case_id']} check {f['check']} ({f['times']}x): {f['reason']}")
     for f in soft_floors(data.soft, policy):
         if f.errors and not f.errors_fail:
             notes.append(f"soft gate {f.rubric}: the judge failed on {f.errors} verdicts, left out of its pass rate")
@@ -158,9 +216,11 @@ def verdict(
                 f"soft gate {f.rubric}: pass rate {f.rate:.2f} under its floor {f.floor:.2f} "
                 f"({f.passed} pass, {f.failed} fail, {f.errors} error, {f.skipped} skipped)"
             )
-    if baseline_soft is not None and policy.baseline.soft_max_drop is not None:
+    if baseline is None:
+        return fails, notes
+    if policy.baseline.soft_max_drop is not None:
         # The same rate as the floor's, on both sides: a judge's errors are not the agent's drop.
-        before = {b.rubric: b.rate for b in soft_floors(baseline_soft, policy) if b.rate is not None}
+        before = {b.rubric: b.rate for b in soft_floors(baseline.soft, policy) if b.rate is not None}
         for f in soft_floors(data.soft, policy):
             was, now = before.get(f.rubric), f.rate
             if was is not None and now is not None and was - now > policy.baseline.soft_max_drop + 1e-9:
@@ -168,10 +228,32 @@ def verdict(
                     f"soft gate {f.rubric}: pass rate dropped from {was:.2f} to {now:.2f} since the baseline "
                     f"(at most {policy.baseline.soft_max_drop:.2f} allowed)"
                 )
-    if baseline is not None:
-        for f in baseline.pass_to_fail:
-            msg = f"new failure vs baseline {baseline.a}: case {f.case_id} {f.before:.2f} → {f.after:.2f}" + (
+    if policy.baseline.new_failures == "significant":
+        _significant(data, policy, baseline, fails, notes)
+    else:
+        for f in baseline.comparison.pass_to_fail:
+            msg = f"new failure vs baseline {baseline.run_id}: case {f.case_id} {f.before:.2f} → {f.after:.2f}" + (
                 f" (checks: {', '.join(f.checks)})" if f.checks else ""
             )
             (fails if policy.baseline.new_failures == "fail" else notes).append(msg)
     return fails, notes
+
+
+def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline, fails: list[str], notes: list[str]) -> None:
+    """`new_failures: significant`: a drop that chance does not explain fails, naming both fractions and p;
+    any other change is listed, never failed."""
+    alpha = policy.baseline.alpha
+    now = {c["case_id"]: (int(c["c"]), int(c["n"])) for c in data.cases}
+    ev = evidence(baseline.counts, now, alpha)
+    m = len(ev.changes)
+    test = f"one-sided Fisher exact, Holm over {m} case{'s' if m != 1 else ''}"
+    for ch in ev.changes:
+        was, is_ = _side(ch.before.passed, ch.before.attempts), _side(ch.after.passed, ch.after.attempts)
+        line = f"case {ch.case_id} {was} → {is_}, p = {ch.p_value:.2g}"
+        if ch.verdict == "regression":
+            fails.append(f"significant drop vs baseline {baseline.run_id}: {line} < alpha {alpha:g} ({test})")
+        elif ch.verdict == "noise":
+            notes.append(f"noise vs baseline {baseline.run_id}: {line}, not under alpha {alpha:g}: not a regression")
+        elif ch.verdict == "improvement":
+            notes.append(f"improvement vs baseline {baseline.run_id}: {line} < alpha {alpha:g}")
+    notes.extend(ev.detectable)

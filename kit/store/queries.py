@@ -391,3 +391,67 @@ def check_tally(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict
            ORDER BY failed DESC, failed / cases DESC, k."check" """,
         [run_ids],
     )
+
+
+def case_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, tuple[int, int]]:
+    """Per case of a run: (passed, attempts), what the gate's floors and significance tests read."""
+    rows = con.execute(
+        "SELECT case_id, count_if(passed), count(*) FROM case_results WHERE run_id = ? GROUP BY case_id",
+        [run_id],
+    ).fetchall()
+    return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+
+def judge_usage(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
+    """Per source (the stage that wrote the run): judge calls, tokens and cost, as the endpoints reported
+    them (`reported`: how many calls reported usage at all; a cost is NULL when none reported one)."""
+    return _rows(
+        con,
+        """SELECT r.source, count(*) AS calls, count(j.prompt_tokens) AS reported,
+                  sum(j.prompt_tokens) AS prompt_tokens, sum(j.completion_tokens) AS completion_tokens,
+                  sum(j.cost_usd) AS cost_usd
+           FROM judge_calls j JOIN runs r USING (run_id)
+           WHERE j.run_id IN (SELECT unnest(?::VARCHAR[]))
+           GROUP BY r.source ORDER BY r.source""",
+        [run_ids],
+    )
+
+
+def soft_gate_judges(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, dict[str, Any]]:
+    """Per soft check of a run: the rubric hash and judge model its verdicts came from (the last call's),
+    and how many judge samples made each verdict (`samples`, the most of any verdict)."""
+    rows = _rows(
+        con,
+        """SELECT "check", last(rubric_hash ORDER BY recorded_at) AS rubric_hash,
+                  last(judge_model ORDER BY recorded_at) FILTER (WHERE judge_model IS NOT NULL) AS judge_model,
+                  max(coalesce(sample, 0)) + 1 AS samples
+           FROM judge_calls WHERE run_id = ? GROUP BY "check" """,
+        [run_id],
+    )
+    return {r["check"]: r for r in rows}
+
+
+def latest_calibrations(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    """Per rubric (by its soft check's name, `rubric:<name>`): its most recent calibration, whatever rubric
+    version and judge it measured (the caller tells whether it still applies)."""
+    rows = _rows(
+        con,
+        """SELECT 'rubric:' || rubric AS "check", rubric, rubric_hash, judge_model, samples, n, agreement, kappa,
+                  consistency, calibrated_at, calibration_id, labels_file
+           FROM calibrations QUALIFY row_number() OVER (PARTITION BY rubric ORDER BY calibrated_at DESC) = 1""",
+    )
+    return {r["check"]: r for r in rows}
+
+
+def judged_answers(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """The answers a run's rubrics judged (a verdict given: pass or fail), with the run's trace: what a
+    person labels after `kit calibrate --export`."""
+    return _rows(
+        con,
+        """SELECT k.case_id, k.attempt, k."check", c.trace
+           FROM check_results k JOIN case_results c USING (run_id, case_id, attempt)
+           WHERE k.run_id = ? AND k.gate = 'soft' AND starts_with(k."check", 'rubric:')
+                 AND k.outcome IN ('pass', 'fail')
+           ORDER BY k.case_id, k.attempt, k."check" """,
+        [run_id],
+    )
