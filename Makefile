@@ -32,6 +32,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/kit lint golden
+	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 # The whole gate: kit runner, DeepEval, Promptfoo eval and red team into one store; one summary, HTML report,
 # JUnit XML and the gate's verdict. VARIANT=<fault> runs a fault variant of the reference agent (it must fail).
