@@ -15,6 +15,10 @@ and writes, with the SDK's own OTLP encoder (protobuf, rendered as OTLP JSON: he
 - OUT_DIR/<variant>.json: one export holding every span;
 - OUT_DIR/<variant>.lines.jsonl: the Collector file exporter's form, one batch per line, a batch per span;
 - OUT_DIR/<variant>.logs.json: the log records, for variants that record content as log events.
+
+`library@guarded` / `library@buggy` record another conversation, of two turns with a confirmation guard
+(`library_agent.py`), under openinference-instrumentation-openai: OUT_DIR/openinference_<v>.json holds
+its spans and OUT_DIR/messages_<v>.json the agent's own message list of the same run.
 """
 
 from __future__ import annotations
@@ -275,11 +279,37 @@ VARIANTS = {
     "openinference_langchain": {},
     "traceloop": {"TRACELOOP_TRACE_CONTENT": "true"},
     "pydantic_ai": {},
+    "library": {},
 }  # fmt: skip
+
+
+def run_library(which: str, out: Path) -> None:
+    """The two-turn library conversation (`library_agent.py`), guarded or buggy, recorded twice at once:
+    as OpenInference spans (the whole conversation under one span, as an app that traces its sessions
+    does) and as the agent's own message list."""
+    import library_agent
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry import trace
+
+    guarded = which == "guarded"
+    out.mkdir(parents=True, exist_ok=True)
+    rec = Recorder(out, f"openinference_{which}")
+    OpenAIInstrumentor().instrument(tracer_provider=rec.provider)
+    tracer = trace.get_tracer("library.agent")
+    with _double().ScriptedOpenAIServer(library_agent.script(guarded)) as srv:
+        with tracer.start_as_current_span("library conversation"):
+            messages = library_agent.conversation(srv.base_url, guarded)
+        assert srv.remaining == 0, f"library@{which}: {srv.remaining} scripted answers left"
+    rec.write()
+    rec.lines_path.unlink()  # one form is enough here
+    (out / f"messages_{which}.json").write_text(json.dumps(messages, indent=1) + "\n")
 
 
 def run(variant: str, out: Path, tag: str = "") -> None:
     base = variant.split("@")[0]
+    if base == "library":
+        run_library(variant.split("@")[1], out)
+        return
     os.environ.update(VARIANTS[base])
     name = variant.replace("@", "_v") + tag
     rec = Recorder(out, name)

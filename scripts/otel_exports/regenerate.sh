@@ -23,6 +23,7 @@ py="$(venv genai)"
 for v in genai_v2_span genai_v2_events genai_v2_nocontent; do "$py" "$here/generate.py" "$v" "$out"; done
 py="$(venv openinference)"
 for v in openinference_openai openinference_langchain; do "$py" "$here/generate.py" "$v" "$out"; done
+for v in guarded buggy; do "$py" "$here/generate.py" "library@$v" "$out/../library"; done
 "$(venv traceloop-0.47)" "$here/generate.py" traceloop "$out" _0.47
 "$(venv traceloop-0.62)" "$here/generate.py" traceloop "$out" _0.62
 py="$(venv pydantic-ai)"
