@@ -201,21 +201,13 @@ def to_trace(result: Any, case: Case, attempt: int, run_id: str | None) -> tuple
     read from, which is what the store keeps), or MalformedTrace."""
     if isinstance(result, Trace):
         data: Any = result.model_dump(mode="json")
-    elif isinstance(result, list):
-        from kit.importers import convert
+    else:  # a trace dict, or what a framework returns (messages, a LangGraph state, a RunResult, ...)
+        from kit.runner.frameworks import UnknownResult, trace_dict
 
         try:
-            [data] = convert({"messages": result}, "openai", case_id=case.id)
-        except KitInputError as e:
-            raise MalformedTrace(f"returned a message list that does not import: {e}") from None
-        except ValueError:
-            raise MalformedTrace("returned a message list that imports as several traces") from None
-    elif isinstance(result, dict):
-        data = dict(result)
-    else:
-        raise MalformedTrace(
-            f"returned {type(result).__name__}, expected a trace dict, a Trace or an OpenAI message list"
-        )
+            data = trace_dict(result, case.id)
+        except UnknownResult as e:
+            raise MalformedTrace(str(e)) from None
     # The runner knows which case and attempt this was; an agent's own ids cannot misfile the run.
     data["case_id"], data["attempt"] = case.id, attempt
     if run_id is not None:

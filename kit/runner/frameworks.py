@@ -1,0 +1,383 @@
+"""What an agent's callable returns, as a trace dict: the contract's own shapes and the results agent
+frameworks hand back as they come, so a team plugs in the agent it has without writing a converter.
+
+Recognised (`trace_dict(result, case_id)`):
+- a trace dict (it has `spans` or `final_output`, or only trace fields);
+- OpenAI chat messages: a list of `{role, content, tool_calls, ...}` dicts (or the `openai` package's message
+  objects), or a dict holding them under `messages` (with `model`, `usage`, ...);
+- Responses-API items (`{"type": "function_call" | "function_call_output" | "message" | ...}`), e.g. the
+  OpenAI Agents SDK's `RunResult.to_input_list()`;
+- an OpenAI Agents SDK `RunResult` (per-call token usage from its `raw_responses`);
+- LangChain messages (`AIMessage`, `ToolMessage`, ...), in a list or in a LangGraph state dict
+  `{"messages": [...]}` (what `graph.invoke()` returns);
+- pydantic-ai `ModelMessage` lists (`result.all_messages()`), their JSON (`all_messages_json()`) or the
+  decoded JSON.
+
+A framework's own objects are recognised by the module their class comes from, so no framework is imported
+for a result that is not one of its own (and a framework that is not installed costs nothing). Everything
+becomes OpenAI chat messages (each assistant message with its own usage and model) read by the one OpenAI
+reader (kit.importers.openai_chat), which makes the spans, pairs each tool result with its call by id and
+decides the final output; tool failures the framework marks itself (a LangChain `status="error"`, a
+pydantic-ai retry prompt or failed return) become the call's error. Anything else is `UnknownResult`, whose
+message says what was found: a dict of unknown shape never becomes an empty trace.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from kit.errors import KitInputError
+from kit.importers.common import content_text, maybe_json
+
+# Fields of a trace (kit.trace.Trace), listed here so that recognising one does not build its schema.
+TRACE_FIELDS = frozenset(
+    {"case_id", "run_id", "attempt", "model", "final_output", "finish_reason", "latency_ms", "spans", "end_state"}
+)
+RESPONSES_TYPES = frozenset(
+    {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call", "custom_tool_call_output"}
+)
+EXPECTED = "expected a trace dict, a Trace or an OpenAI message list"
+# pydantic-ai ends a run with structured output through a tool of this name (or this prefix).
+PYDANTIC_AI_OUTPUT_TOOL = "final_result"
+
+
+class UnknownResult(ValueError):
+    """The agent's result is none of the shapes above; the message (after "the agent ") says what it was."""
+
+
+def trace_dict(result: Any, case_id: str) -> dict[str, Any]:
+    """The agent's result as a trace dict (not yet validated: `kit.trace.parse_trace` does that), or
+    UnknownResult naming what was found."""
+    origin = _origin(result)
+    if origin == "openai_agents":
+        return _converted(_from_run_result(result), case_id, "openai_agents")
+    if isinstance(result, bytes | bytearray | str):
+        decoded = _json_or_none(result)
+        if decoded is None:
+            raise UnknownResult(f"returned {type(result).__name__}, {EXPECTED}")
+        return trace_dict(decoded, case_id)
+    if isinstance(result, dict):
+        return _from_dict(result, case_id)
+    if isinstance(result, list | tuple):
+        return _from_messages(list(result), {}, case_id, where="a message list")
+    raise UnknownResult(f"returned {type(result).__name__}, {EXPECTED}")
+
+
+def _origin(obj: Any) -> str | None:
+    """Which framework an object comes from, by the modules of its class and their bases (never an import)."""
+    for cls in type(obj).__mro__:
+        root = cls.__module__.partition(".")[0]
+        if root in ("langchain_core", "langchain", "langgraph"):
+            return "langchain"
+        if root == "pydantic_ai":
+            return "pydantic_ai"
+        if root == "agents" and hasattr(obj, "to_input_list") and hasattr(obj, "raw_responses"):
+            return "openai_agents"
+        if root == "openai" and hasattr(obj, "model_dump"):
+            return "openai"
+    return None
+
+
+def _json_or_none(raw: bytes | bytearray | str) -> Any:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else raw
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def _from_dict(result: dict[str, Any], case_id: str) -> dict[str, Any]:
+    if "spans" in result or "final_output" in result or (result and set(result) <= TRACE_FIELDS):
+        return dict(result)
+    messages = result.get("messages")
+    if isinstance(messages, list | tuple):
+        extra = {k: v for k, v in result.items() if k != "messages"}
+        return _from_messages(list(messages), extra, case_id, where="a message list")
+    if isinstance(result.get("choices"), list) or isinstance(result.get("traj"), list):
+        return _converted({"messages": [result]} if "choices" in result else result, case_id, "openai")
+    keys = ", ".join(repr(k) for k in list(result)[:8]) or "no keys"
+    raise UnknownResult(
+        f"returned a dict with {keys}: neither a trace (spans, final_output) nor a conversation "
+        "(messages: OpenAI, LangChain or pydantic-ai messages)"
+    )
+
+
+def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, where: str) -> dict[str, Any]:
+    """A message list (or a dict's `messages`) of whichever kind its items are."""
+    kinds = {_item_kind(m) for m in items}
+    if not items or kinds == {"openai"}:
+        conv = {**_openai_extra(extra), "messages": items}
+        return _converted(conv, case_id, "openai", what=where)
+    if kinds == {"openai", "openai_object"} or kinds == {"openai_object"}:
+        dumped = [m if isinstance(m, dict) else m.model_dump(mode="json", exclude_none=True) for m in items]
+        return _from_messages(dumped, extra, case_id, where=where)
+    if kinds <= {"responses", "openai"}:
+        return _converted({"messages": _from_responses(items)}, case_id, "openai_responses", what=where)
+    if kinds == {"langchain"}:
+        conv, errors = _from_langchain(items)
+        return _converted(conv, case_id, "langchain", errors=errors, what=where)
+    if kinds <= {"pydantic_ai", "pydantic_ai_dict"}:
+        conv, errors = _from_pydantic_ai(items)
+        return _converted(conv, case_id, "pydantic_ai", errors=errors, what=where)
+    found = ", ".join(sorted(_describe(m) for m in items[:50]))
+    raise UnknownResult(f"returned {where} holding items of no known kind ({found}), {EXPECTED}")
+
+
+def _item_kind(m: Any) -> str:
+    if isinstance(m, dict):
+        if m.get("kind") in ("request", "response") and isinstance(m.get("parts"), list):
+            return "pydantic_ai_dict"
+        if m.get("type") in RESPONSES_TYPES:
+            return "responses"
+        if "role" in m:
+            return "openai"
+        return "unknown-dict"
+    origin = _origin(m)
+    if origin == "openai":
+        return "responses" if getattr(m, "type", None) in RESPONSES_TYPES else "openai_object"
+    return origin or "unknown"
+
+
+def _describe(m: Any) -> str:
+    if isinstance(m, dict):
+        return "dict with " + (", ".join(repr(k) for k in list(m)[:5]) or "no keys")
+    return type(m).__name__
+
+
+def _openai_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    keep = ("model", "usage", "response", "finish_reason", "latency_ms", "final_output", "end_state")
+    return {k: extra[k] for k in keep if k in extra}
+
+
+def _converted(
+    conv: dict[str, Any],
+    case_id: str,
+    source: str,
+    *,
+    errors: dict[str, str] | None = None,
+    what: str = "a conversation",
+) -> dict[str, Any]:
+    """One conversation through the OpenAI reader, then the framework's own tool-failure marks by call id."""
+    from kit.importers.openai_chat import from_openai
+
+    try:
+        traces = from_openai(conv, case_id=case_id)
+    except KitInputError as e:
+        raise UnknownResult(f"returned {what} that does not import: {e}") from None
+    if len(traces) != 1:
+        raise UnknownResult(f"returned {what} that imports as several traces")
+    [trace] = traces
+    for span in trace["spans"]:
+        cid = span.get("tool_call_id")
+        if span["kind"] == "tool" and cid in (errors or {}) and not span.get("error"):
+            span["error"] = (errors or {})[cid]
+    trace.pop("case_id", None)
+    if source != "openai":
+        trace["source_format"] = source
+    return trace
+
+
+def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """One tool call as a chat message's `tool_calls` entry."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+# --- Responses-API items (and the OpenAI Agents SDK) ---------------------------------------------------
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    if isinstance(item, dict):
+        return item
+    dumped: dict[str, Any] = item.model_dump(mode="json", exclude_none=True)
+    return dumped
+
+
+def _python_or_json(text: Any) -> Any:
+    """A tool output as a value: JSON, or a Python literal (the Agents SDK writes a dict result as str(dict))."""
+    value = maybe_json(text)
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value
+    return value
+
+
+def _from_responses(items: Iterable[Any], usage: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Responses-API items as chat messages: a run of assistant items (text, function calls) is one model
+    call, with the n-th call's usage when `usage` lists one per call."""
+    messages: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    calls = 0
+    for raw in items:
+        item = _plain(raw)
+        kind = item.get("type")
+        calling = kind in ("function_call", "custom_tool_call")
+        if calling or (kind in (None, "message") and item.get("role") == "assistant"):
+            if current is None:
+                current = {"role": "assistant", "content": None}
+                if usage is not None and calls < len(usage):
+                    current["usage"] = usage[calls]
+                calls += 1
+                messages.append(current)
+            model = (item.get("provider_data") or {}).get("model")
+            if model:
+                current["model"] = model
+            if calling:
+                args = item.get("arguments", item.get("input"))
+                current.setdefault("tool_calls", []).append(_call(item.get("call_id"), item.get("name"), args))
+            else:
+                text = content_text(item.get("content"))
+                current["content"] = (current["content"] or "") + (text or "")
+            continue
+        if kind == "reasoning":
+            continue  # the model's hidden reasoning is not a step of the agent
+        current = None
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            output = _python_or_json(item.get("output"))
+            content = output if isinstance(output, str) else json.dumps(output, default=str)
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": content})
+        elif isinstance(item.get("role"), str):
+            messages.append({"role": item["role"], "content": content_text(item.get("content"))})
+        else:
+            raise UnknownResult(f"returned a Responses-API item of unknown type {kind!r}")
+    return messages
+
+
+def _from_run_result(result: Any) -> dict[str, Any]:
+    """An OpenAI Agents SDK RunResult: its items, each model call's usage, the agent's model."""
+    usage = []
+    for response in getattr(result, "raw_responses", None) or []:
+        u = getattr(response, "usage", None)
+        usage.append({"input_tokens": getattr(u, "input_tokens", 0), "output_tokens": getattr(u, "output_tokens", 0)})
+    items = result.to_input_list()
+    messages = _from_responses(items, usage)
+    calls = sum(1 for m in messages if m["role"] == "assistant")
+    if calls != len(usage):  # the items do not line up with the calls: keep the total, never a wrong split
+        for m in messages:
+            m.pop("usage", None)
+    conv: dict[str, Any] = {"messages": messages}
+    if calls != len(usage) and usage:
+        conv["usage"] = {
+            "input_tokens": sum(u["input_tokens"] or 0 for u in usage),
+            "output_tokens": sum(u["output_tokens"] or 0 for u in usage),
+        }
+    model = getattr(getattr(result, "last_agent", None), "model", None)
+    model = model if isinstance(model, str) or model is None else getattr(model, "model", None)
+    if isinstance(model, str):
+        conv["model"] = model
+    return conv
+
+
+# --- LangChain / LangGraph -------------------------------------------------------------------------------
+
+_LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function"}
+
+
+def _from_langchain(items: list[Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """LangChain messages as chat messages (read by attribute: nothing of LangChain is imported)."""
+    messages: list[dict[str, Any]] = []
+    errors: dict[str, str] = {}
+    for m in items:
+        kind = getattr(m, "type", None)
+        role = _LANGCHAIN_ROLES.get(str(kind).removesuffix("MessageChunk").lower())
+        if role is None:
+            raise UnknownResult(f"returned a LangChain message of type {kind!r} ({type(m).__name__})")
+        content = m.content if isinstance(m.content, str) else content_text(m.content)
+        if role == "assistant":
+            meta = getattr(m, "response_metadata", None) or {}
+            msg: dict[str, Any] = {"role": "assistant", "content": content or None}
+            # Invalid calls (arguments the model got wrong) are kept: the reader marks their arguments' error.
+            both = [*(getattr(m, "tool_calls", None) or []), *(getattr(m, "invalid_tool_calls", None) or [])]
+            calls = [_call(c.get("id"), c.get("name"), c.get("args")) for c in both]
+            if calls:
+                msg["tool_calls"] = calls
+            usage = getattr(m, "usage_metadata", None) or meta.get("token_usage")
+            if usage:
+                msg["usage"] = dict(usage)
+            if meta.get("model_name") or meta.get("model"):
+                msg["model"] = meta.get("model_name") or meta.get("model")
+            if meta.get("finish_reason"):
+                msg["finish_reason"] = meta["finish_reason"]
+            messages.append(msg)
+        elif role == "tool":
+            cid = getattr(m, "tool_call_id", None)
+            messages.append({"role": "tool", "tool_call_id": cid, "content": content})
+            if getattr(m, "status", None) == "error" and cid:
+                errors[cid] = content or "the tool failed"
+        else:
+            messages.append({"role": role, "content": content})
+    return {"messages": messages}, errors
+
+
+# --- pydantic-ai ------------------------------------------------------------------------------------------
+
+
+def _pydantic_ai_dicts(items: list[Any]) -> list[dict[str, Any]]:
+    if all(isinstance(m, dict) for m in items):
+        return items
+    from pydantic_ai.messages import ModelMessagesTypeAdapter  # the objects are its own: it is imported already
+
+    objects = [m for m in items if not isinstance(m, dict)]
+    dumped = iter(ModelMessagesTypeAdapter.dump_python(objects, mode="json"))
+    return [m if isinstance(m, dict) else next(dumped) for m in items]
+
+
+def _from_pydantic_ai(items: list[Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """pydantic-ai requests and responses (as its JSON) as chat messages."""
+    messages: list[dict[str, Any]] = []
+    errors: dict[str, str] = {}
+    final: str | None = None
+    instructions: str | None = None
+    for m in _pydantic_ai_dicts(items):
+        parts = m.get("parts") or []
+        if m.get("kind") == "request":
+            if m.get("instructions") and m["instructions"] != instructions:
+                instructions = m["instructions"]
+                messages.append({"role": "system", "content": instructions})
+            for p in parts:
+                _request_part(p, messages, errors)
+            continue
+        msg: dict[str, Any] = {"role": "assistant", "content": None}
+        texts = [p.get("content") or "" for p in parts if p.get("part_kind") == "text"]
+        if texts:
+            msg["content"] = "".join(texts)
+        calls = [p for p in parts if p.get("part_kind") == "tool-call"]
+        if calls:
+            msg["tool_calls"] = [_call(p.get("tool_call_id"), p.get("tool_name"), p.get("args")) for p in calls]
+            out = [p for p in calls if str(p.get("tool_name", "")).startswith(PYDANTIC_AI_OUTPUT_TOOL)]
+            if out:  # structured output: the answer is the output tool's arguments
+                args = out[-1].get("args")
+                final = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        if m.get("usage"):
+            msg["usage"] = m["usage"]
+        if m.get("model_name"):
+            msg["model"] = m["model_name"]
+        messages.append(msg)
+    conv: dict[str, Any] = {"messages": messages}
+    if final is not None:
+        conv["final_output"] = final
+    return conv, errors
+
+
+def _request_part(p: dict[str, Any], messages: list[dict[str, Any]], errors: dict[str, str]) -> None:
+    kind = p.get("part_kind")
+    if kind == "system-prompt":
+        messages.append({"role": "system", "content": content_text(p.get("content"))})
+    elif kind == "user-prompt":
+        messages.append({"role": "user", "content": content_text(p.get("content"))})
+    elif kind in ("tool-return", "retry-prompt") and p.get("tool_call_id") and p.get("tool_name"):
+        content = p.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, default=str)
+        messages.append({"role": "tool", "tool_call_id": p["tool_call_id"], "content": text})
+        if kind == "retry-prompt" or p.get("outcome") in ("failed", "denied", "retried", "interrupted"):
+            errors[p["tool_call_id"]] = text
+    elif kind in ("retry-prompt", "retry-feedback"):  # a retry that answers no tool call (bad output): said to
+        content = p.get("content")  # the model as a user message, which is what the model read
+        messages.append({"role": "user", "content": content if isinstance(content, str) else json.dumps(content)})
