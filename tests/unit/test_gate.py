@@ -106,14 +106,13 @@ def test_the_deepeval_session_and_kit_gate_share_one_floor_rule(store, tmp_path,
     """The session's end-of-run floors are the gate module's: same rates, same verdict."""
     from pathlib import Path
 
-    from deepeval_metrics.session import EvalSession, FloorResult
-    from kit.report.gate import SoftFloor, load_policy
+    from deepeval_metrics.session import EvalSession
+    from kit.report.gate import load_policy
 
     run_id = _record(store, {"a": True}, soft=["pass", "fail", "fail", "error", "skipped"])
     _gate(store, tmp_path)  # writes the policy file
     policy = load_policy(Path(tmp_path / "gates.yaml"))
     floors = EvalSession(store, run_id, owner=False).floors(policy)
-    assert FloorResult is SoftFloor
     assert [(f.rubric, f.judged, f.floor, f.below_floor) for f in floors] == [("geval:tone", 3, 0.5, True)]
     assert _gate(store, tmp_path) == 1
     assert "soft gate geval:tone: pass rate 0.33 under its floor 0.50" in capsys.readouterr().err
@@ -129,3 +128,44 @@ def test_the_policy_file_comes_from_the_settings(store, tmp_path, monkeypatch, c
     assert "under its floor 0.90" in capsys.readouterr().err
     monkeypatch.setenv("KIT_GATES", str(tmp_path / "absent.yaml"))  # the variable wins; no file: defaults
     assert kit(["gate", "--store", str(store.path)]) == 1  # default floor 0.8 > 0.5
+
+
+def _record_counts(store, counts: dict[str, tuple[int, int]], model: str) -> str:
+    run_id = store.start_run("kit", model=model, git_sha=None)
+    for case_id, (passes, n) in counts.items():
+        for attempt in range(n):
+            ok = attempt < passes
+            store.record(run_id, CaseRun(case_id, attempt, (Result("no_pii", ok, "" if ok else "email in output"),)))
+    store.finish_run(run_id)
+    return run_id
+
+
+def test_one_bit_against_evidence(store, tmp_path, capsys):
+    """`fail` decides on one bit (60/60 -> 59/60 fails; 59/60 -> 30/60 is no new failure); `significant`
+    decides on the counts (the first is noise, the second a regression)."""
+    _record_counts(store, {"tiny": (60, 60), "collapse": (59, 60)}, model="old")
+    _record_counts(store, {"tiny": (59, 60), "collapse": (30, 60)}, model="new")
+    floors = "hard: {min_pass_fraction: 0.5}\n"
+    assert _gate(store, tmp_path, "--baseline", "old", policy=floors + "baseline: {new_failures: fail}\n") == 1
+    err = capsys.readouterr().err
+    assert "new failure vs baseline" in err and "case tiny 1.00 → 0.98" in err and "collapse" not in err
+    assert _gate(store, tmp_path, "--baseline", "old", policy=floors + "baseline: {new_failures: significant}\n") == 1
+    said = capsys.readouterr()
+    assert "significant drop vs baseline" in said.err and "case collapse 59/60 (0.98) → 30/60 (0.50)" in said.err
+    assert "tiny" not in said.err and "noise vs baseline" in said.out and "case tiny 60/60 (1.00) → 59/60" in said.out
+    assert _gate(store, tmp_path, "--baseline", "old", policy=floors + "baseline: {new_failures: ignore}\n") == 0
+    assert "note: new failure vs baseline" in capsys.readouterr().out  # listed, not failed
+
+
+@pytest.mark.parametrize(
+    ("policy", "where"),
+    [
+        ("hard: {min_pass_fraction: 1.2}\n", "hard.min_pass_fraction"),
+        ("baseline: {alpha: 0}\n", "baseline.alpha"),
+        ("baseline: {new_failures: warn}\n", "baseline.new_failures"),
+    ],
+)
+def test_bad_floors_and_alphas_are_exit_2(store, tmp_path, capsys, policy, where):
+    _record(store, {"a": True})
+    assert _gate(store, tmp_path, policy=policy) == 2
+    assert f"gates.yaml: {where}" in capsys.readouterr().err

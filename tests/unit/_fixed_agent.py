@@ -1,0 +1,71 @@
+"""A stand-in agent whose per-case pass counts are fixed, run through the real runner into a real store.
+
+Each case names its passes in `metadata: {passes: K}`; the agent passes the first K calls of each case
+and fails the rest, so a case with `runs: N` ends at exactly K/N whatever order the pool runs attempts in.
+The verdicts the tests assert are then certain, never themselves flaky.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kit.cli import main as kit
+from kit.store import open_store
+from kit.store import queries as q
+
+MODULE = "fixed_pass_agent"
+
+AGENT = """\
+import threading
+
+calls = {}
+_lock = threading.Lock()
+
+
+def agent(text, case):
+    with _lock:
+        seen = calls.get(case.id, 0)
+        calls[case.id] = seen + 1
+    ok = seen < case.extra["metadata"]["passes"]
+    return {"case_id": case.id, "final_output": "all fine" if ok else "broken", "finish_reason": "finish",
+            "spans": []}
+"""
+
+
+def write_agent(folder: Path) -> None:
+    (folder / f"{MODULE}.py").write_text(AGENT)
+
+
+def cases_yaml(counts: dict[str, tuple[int, int]], floors: dict[str, float] | None = None) -> str:
+    """One case per id, at (passes, runs); `floors`: the cases' own min_pass_fraction."""
+    docs = []
+    for case_id, (passes, runs) in counts.items():
+        floor = (floors or {}).get(case_id)
+        docs.append(
+            f"id: {case_id}\ninput: hello\nruns: {runs}\nmetadata: {{passes: {passes}}}\n"
+            + (f"min_pass_fraction: {floor}\n" if floor is not None else "")
+            + "checks: [{type: contains, text: fine}]\n"
+        )
+    return "---\n".join(docs)
+
+
+def run_suite(folder: Path, store: Path, name: str, counts: dict[str, tuple[int, int]], **kw: dict) -> str:
+    """`kit run` of the stand-in agent on `counts` (case files written to folder/name.yaml): the run id.
+    The folder must be the current directory (the agent is imported from it)."""
+    cases = folder / f"{name}.yaml"
+    cases.write_text(cases_yaml(counts, **kw))
+    module = sys.modules.get(MODULE)
+    if module is not None:
+        module.calls.clear()  # a new run: every case starts from its first attempt again
+    argv = ["run", "--cases", str(cases), "--agent", f"{MODULE}:agent", "--store", str(store)]
+    kit([*argv, "--pool", "thread", "--workers", "2", "-q"])
+    with open_store(store).connect() as con:
+        run_id = q.resolve_run(con, "latest")
+        got = q.case_counts(con, run_id)
+    assert got == {c: (p, n) for c, (p, n) in counts.items()}, got  # the stand-in did what it says
+    return run_id
+
+
+def forget_agent() -> None:
+    sys.modules.pop(MODULE, None)
