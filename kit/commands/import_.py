@@ -27,14 +27,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="REGEX",
         help="a tool result that is text matching REGEX is that call's error (e.g. '^Error:')",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 2 when an attribute the importer knows is in a shape it cannot read (default: a warning)",
+    )
     parser.add_argument("-o", "--output", metavar="OUT", help="write here (default: standard output)")
 
 
 def main(args: argparse.Namespace) -> int:
+    notes: list[str] = []
     try:
-        traces = import_files(args.files, args.format, case_id=args.case_id, tool_error=args.tool_error)
+        traces = import_files(args.files, args.format, case_id=args.case_id, tool_error=args.tool_error, notes=notes)
     except KitInputError as e:
         print(f"kit import: {e}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(f"kit import: {'error' if args.strict else 'warning'}: {note}", file=sys.stderr)
+    if notes and args.strict:
+        print(f"kit import: --strict: {len(notes)} attribute(s) not read; nothing written", file=sys.stderr)
         return 2
     # Runs of one case from several files must not share an attempt number (the store keys on it).
     seen: dict[str, set[int]] = {}

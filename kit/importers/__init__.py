@@ -9,6 +9,8 @@ that convention only), and `trace` (already the contract format). `fmt=None` det
 Every trace returned has passed the contract's validation (`kit.trace.parse_trace`). OTLP logs (content
 recorded as log events) are read only together with the traces they belong to: `import_files`.
 `tool_error` (a regular expression) marks tool results that are text matching it as the call's error.
+`notes` (a list) gets a line for each attribute an importer knows by name but not in the shape it found:
+that content is not in the trace, and the caller must say so (`kit import` warns; `--strict` refuses).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def convert(
     file: str | None = None,
     logs: list[Any] | None = None,
     tool_error: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Traces (contract dicts, validated) from decoded JSON in `fmt` (detected when None). `logs`: OTLP
     log records (`kit.importers.otlp.log_records`) to join to OTLP spans by span id."""
@@ -83,7 +86,7 @@ def convert(
             for t in traces:
                 t["case_id"] = case_id
     else:
-        traces = _from_otel(data, fmt, cid, file, logs or [])
+        traces = _from_otel(data, fmt, cid, file, logs or [], notes if notes is not None else [])
     if tool_error:
         mark_tool_errors(traces, tool_error)
     for n, t in enumerate(traces):
@@ -108,7 +111,9 @@ def _unknown_format(data: Any) -> str:
     )
 
 
-def _from_otel(data: Any, fmt: str, case_id: str, file: str | None, logs: list[Any]) -> list[dict[str, Any]]:
+def _from_otel(
+    data: Any, fmt: str, case_id: str, file: str | None, logs: list[Any], notes: list[str]
+) -> list[dict[str, Any]]:
     from kit.importers.otlp import is_otlp, is_otlp_logs, log_records, spans_by_trace
     from kit.importers.semconv import GENAI, OPENINFERENCE, build_trace
 
@@ -127,7 +132,9 @@ def _from_otel(data: Any, fmt: str, case_id: str, file: str | None, logs: list[A
     _no_stray_logs(own_logs, file)
     for spans in grouped.values():
         try:
-            t = build_trace(spans, case_id=case_id, convention=convention)
+            mine: list[str] = []
+            t = build_trace(spans, case_id=case_id, convention=convention, notes=mine)
+            notes += [f"{file}: {n}" if file else n for n in mine]
         except KitInputError as e:
             raise KitInputError(e.message, file=file) from None
         t["attempt"] = attempts.get(t["case_id"], 0)
@@ -185,16 +192,26 @@ def read_json(path: str | Path) -> Any:
 
 
 def import_file(
-    path: str | Path, fmt: str | None = None, *, case_id: str | None = None, tool_error: str | None = None
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    case_id: str | None = None,
+    tool_error: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Traces from a file in any supported format (see the module's docstring)."""
     data = read_json(path)
     # JSON Lines of messages is one conversation, not one trace per message.
-    return convert(data, fmt, case_id=case_id, file=str(path), tool_error=tool_error)
+    return convert(data, fmt, case_id=case_id, file=str(path), tool_error=tool_error, notes=notes)
 
 
 def import_files(
-    paths: list[str | Path], fmt: str | None = None, *, case_id: str | None = None, tool_error: str | None = None
+    paths: list[str | Path],
+    fmt: str | None = None,
+    *,
+    case_id: str | None = None,
+    tool_error: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Traces from several files; files of OTLP logs only are joined to the OTLP traces given with them."""
     from kit.importers.otlp import is_otlp_logs, log_records
@@ -214,6 +231,8 @@ def import_files(
     traces: list[dict[str, Any]] = []
     for name, data in rest:
         otel = (fmt or detect(data)) in ("otel", "genai", "openinference")
-        traces += convert(data, fmt, case_id=case_id, file=name, logs=logs if otel else None, tool_error=tool_error)
+        traces += convert(
+            data, fmt, case_id=case_id, file=name, logs=logs if otel else None, tool_error=tool_error, notes=notes
+        )
     _no_stray_logs(logs, next((str(p) for p in paths if str(p) not in {n for n, _ in rest}), None))
     return traces

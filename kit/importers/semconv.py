@@ -166,12 +166,63 @@ def chat_messages(items: Any) -> list[Msg]:
     return out
 
 
-def genai_messages(raw: Any) -> list[Msg]:
-    """`gen_ai.input.messages` / `gen_ai.output.messages` (JSON text or already a list) as messages."""
+def genai_messages(raw: Any, role: str = "assistant") -> list[Msg]:
+    """`gen_ai.input.messages` / `gen_ai.output.messages` / `gen_ai.prompt` / `gen_ai.completion` (JSON text
+    or already decoded) as messages: a list of messages, one message object, `{"messages": [...]}`, the
+    deprecated object form `{"text" (or "content"), "finish_reason"}`, or plain text (said by `role`)."""
     items = _json(raw)
     if isinstance(items, str):
-        return [Msg("assistant", text=items)] if items else []
+        return [Msg(role, text=items)] if items else []
+    if isinstance(items, dict):
+        if isinstance(items.get("messages"), list):
+            return chat_messages(items["messages"])
+        if "role" in items or isinstance(items.get("parts"), list) or "tool_calls" in items:
+            return chat_messages([{"role": role, **items}])
+        text = items.get("text", items.get("content"))
+        if isinstance(text, str | list):
+            return [Msg(str(items.get("role") or role), text=_text(text), finish_reason=items.get("finish_reason"))]
+        return []
     return chat_messages(items)
+
+
+def _shape(v: Any) -> str:
+    """A value's shape, in a few words, for a message about what was not read."""
+    if isinstance(v, dict):
+        keys = ", ".join(repr(k) for k in list(v)[:5])
+        return f"an object with keys {keys}" if keys else "an empty object"
+    if isinstance(v, list):
+        kinds = ", ".join(sorted({type(x).__name__ for x in v}))
+        return f"a list of {kinds}"
+    return f"a {type(v).__name__}"
+
+
+def _unread(span: OtelSpan, key: str, raw: Any, got: list[Msg], notes: list[str]) -> None:
+    """A note when a content attribute the importer reads by name holds something it could not read (in part)."""
+    v = _json(raw)
+    if v is None or v in ("", [], {}):
+        return
+    skipped = isinstance(v, list) and any(not isinstance(m, dict) for m in v)
+    if got and not skipped:
+        return
+    what = "items that are not message objects" if got else _shape(v)
+    notes.append(
+        f"span {span.name!r} ({span.span_id}): attribute {key} holds {what}, a shape the importer does not "
+        "read: that content is not in the trace"
+    )
+
+
+def _count(span: OtelSpan, key: str, v: Any, notes: list[str], number: type = int) -> Any:
+    """A token count or cost as a number; anything else is 0 and a note."""
+    if v is None or v == "":
+        return None
+    try:
+        return number(v)
+    except (TypeError, ValueError, OverflowError):
+        notes.append(
+            f"span {span.name!r} ({span.span_id}): attribute {key} is {_shape(v)} ({str(v)[:40]!r}), not a number: "
+            "counted as 0"
+        )
+        return None
 
 
 def _tree(attrs: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -275,7 +326,7 @@ def _event_messages(span: OtelSpan) -> tuple[list[Msg], list[Msg]]:
         body = ev.get("body")
         payload = body if isinstance(body, dict) else {k: maybe_json(v) for k, v in ev.items() if k != "body"}
         if name == "gen_ai.content.prompt":  # semantic conventions before 1.27: JSON in gen_ai.prompt
-            inputs += genai_messages(ev.get("gen_ai.prompt"))
+            inputs += genai_messages(ev.get("gen_ai.prompt"), "user")
         elif name == "gen_ai.content.completion":
             outputs += genai_messages(ev.get("gen_ai.completion"))
         elif name == "gen_ai.client.inference.operation.details":
@@ -297,24 +348,51 @@ def _event_messages(span: OtelSpan) -> tuple[list[Msg], list[Msg]]:
     return inputs, outputs
 
 
-def _llm(span: OtelSpan, conv: str) -> _Llm:
+def _llm(span: OtelSpan, conv: str, notes: list[str]) -> _Llm:
     a = span.attrs
+    _numbers(span, conv, notes)
     if conv == OPENINFERENCE:
         inputs, outputs = openinference_messages(a, "input"), openinference_messages(a, "output")
         if not inputs and not outputs:
             inputs, outputs = _openinference_values(a)
         return _Llm(span, conv, inputs, outputs)
-    inputs = genai_messages(a["gen_ai.input.messages"]) if "gen_ai.input.messages" in a else []
-    outputs = genai_messages(a["gen_ai.output.messages"]) if "gen_ai.output.messages" in a else []
+    inputs = _read(span, "gen_ai.input.messages", "user", notes)
+    outputs = _read(span, "gen_ai.output.messages", "assistant", notes)
     if not inputs:
-        inputs = genai_messages(a.get("gen_ai.prompt")) or indexed_messages(a, "gen_ai.prompt.")
+        inputs = _read(span, "gen_ai.prompt", "user", notes) or indexed_messages(a, "gen_ai.prompt.")
     if not outputs:
-        outputs = genai_messages(a.get("gen_ai.completion")) or indexed_messages(a, "gen_ai.completion.")
+        outputs = _read(span, "gen_ai.completion", "assistant", notes) or indexed_messages(a, "gen_ai.completion.")
     ev_in, ev_out = _event_messages(span)
     if "gen_ai.system_instructions" in a and not any(m.role == "system" for m in inputs):
         parts = _json(a["gen_ai.system_instructions"])
         inputs.insert(0, Msg("system", text=content_text(parts) if isinstance(parts, list) else str(parts)))
     return _Llm(span, conv, inputs or ev_in, outputs or ev_out)
+
+
+def _read(span: OtelSpan, key: str, role: str, notes: list[str]) -> list[Msg]:
+    if key not in span.attrs:
+        return []
+    got = genai_messages(span.attrs[key], role)
+    _unread(span, key, span.attrs[key], got, notes)
+    return got
+
+
+_NUMBERS = {
+    GENAI: (
+        ("gen_ai.usage.input_tokens", int),
+        ("gen_ai.usage.output_tokens", int),
+        ("gen_ai.usage.prompt_tokens", int),
+        ("gen_ai.usage.completion_tokens", int),
+        ("gen_ai.usage.cost", float),
+    ),
+    OPENINFERENCE: (("llm.token_count.prompt", int), ("llm.token_count.completion", int), ("llm.cost.total", float)),
+}
+
+
+def _numbers(span: OtelSpan, conv: str, notes: list[str]) -> None:
+    for key, number in _NUMBERS.get(conv, ()):
+        if key in span.attrs:
+            _count(span, key, span.attrs[key], notes, number)
 
 
 def _unread_content(x: _Llm) -> list[str]:
@@ -335,15 +413,17 @@ def _llm_span(x: _Llm) -> dict[str, Any]:
         model = a.get("llm.model_name")
         tin, tout = a.get("llm.token_count.prompt"), a.get("llm.token_count.completion")
         cost = a.get("llm.cost.total")
+    quiet: list[str] = []  # `_numbers` noted what is not a number when the span was read
+    cost = _count(x.span, "cost", cost, quiet, float)
     span: dict[str, Any] = {
         "kind": "llm",
         "name": model or x.span.name,
-        "tokens_in": int(tin or 0),
-        "tokens_out": int(tout or 0),
+        "tokens_in": _count(x.span, "tokens", tin, quiet) or 0,
+        "tokens_out": _count(x.span, "tokens", tout, quiet) or 0,
         "latency_ms": x.span.latency_ms,
     }
     if cost is not None:
-        span["cost_usd"] = float(cost)
+        span["cost_usd"] = cost
     if x.span.error:
         span["error"] = x.span.error
     return span
@@ -486,8 +566,12 @@ class _History:
         return None
 
 
-def build_trace(spans: list[OtelSpan], *, case_id: str, convention: str | None = None) -> dict[str, Any]:
-    """One OTel trace (its spans sorted by start time) -> one trace dict."""
+def build_trace(
+    spans: list[OtelSpan], *, case_id: str, convention: str | None = None, notes: list[str] | None = None
+) -> dict[str, Any]:
+    """One OTel trace (its spans sorted by start time) -> one trace dict. `notes` gets a line for each
+    attribute the importer knows by name but could not read (its content is then not in the trace)."""
+    notes = notes if notes is not None else []
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if not s.parent_id or s.parent_id not in ids]
     kinds = [(s, *kind(s, convention)) for s in spans]
@@ -499,7 +583,7 @@ def build_trace(spans: list[OtelSpan], *, case_id: str, convention: str | None =
     last_llm: _Llm | None = None
     for s, k, conv in kinds:
         if k == "llm":
-            x = _llm(s, conv or GENAI)
+            x = _llm(s, conv or GENAI, notes)
             unread = _unread_content(x)
             if unread:
                 raise KitInputError(

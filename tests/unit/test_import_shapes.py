@@ -1,0 +1,88 @@
+"""No importer drops a known attribute silently: the deprecated object form of `gen_ai.completion` is read, and
+an attribute the importer knows by name in a shape it cannot read is a warning naming the span and the
+attribute (exit 2 under --strict)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kit.cli import main
+from kit.importers import convert
+
+
+def _attr(key: str, v: Any) -> dict[str, Any]:
+    if isinstance(v, bool):
+        return {"key": key, "value": {"boolValue": v}}
+    if isinstance(v, int):
+        return {"key": key, "value": {"intValue": str(v)}}
+    if isinstance(v, dict):
+        return {"key": key, "value": {"kvlistValue": {"values": [_attr(k, x) for k, x in v.items()]}}}
+    return {"key": key, "value": {"stringValue": v if isinstance(v, str) else json.dumps(v)}}
+
+
+def _otlp(attrs: dict[str, Any], name: str = "chat gpt-4o") -> dict[str, Any]:
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": name,
+        "startTimeUnixNano": "1000000",
+        "endTimeUnixNano": "2000000",
+        "attributes": [_attr(k, v) for k, v in attrs.items()],
+    }
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
+
+
+DEPRECATED = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.request.model": "gpt-4o",
+    "gen_ai.prompt": "What is 2+2?",
+}
+
+
+@pytest.mark.parametrize("as_kvlist", [False, True])
+def test_the_object_form_of_gen_ai_completion_is_read(as_kvlist):
+    completion = {"text": "4", "finish_reason": "stop"}
+    attrs = {**DEPRECATED, "gen_ai.completion": completion if as_kvlist else json.dumps(completion)}
+    notes: list[str] = []
+    [t] = convert(_otlp(attrs), case_id="c", notes=notes)
+    assert t["final_output"] == "4" and t["finish_reason"] == "finish" and notes == []
+    said = [(s["role"], s["content"]) for s in t["spans"] if s["kind"] == "message"]
+    assert said == [("user", "What is 2+2?"), ("assistant", "4")]
+
+
+def test_a_cut_off_object_completion_did_not_finish():
+    attrs = {**DEPRECATED, "gen_ai.completion": json.dumps({"text": "The answer is", "finish_reason": "length"})}
+    [t] = convert(_otlp(attrs), case_id="c")
+    assert t["finish_reason"] == "step_cap"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "shape"),
+    [
+        ("gen_ai.completion", {"answer": "4"}, "an object with keys 'answer'"),
+        ("gen_ai.completion", json.dumps([1, 2]), "a list of int"),
+        ("gen_ai.output.messages", json.dumps([{"role": "assistant", "content": "4"}, "stray"]), "items that are not"),
+    ],
+)
+def test_known_content_in_an_unknown_shape_is_a_warning_and_strict_refuses(tmp_path, capsys, key, value, shape):
+    (tmp_path / "t.json").write_text(json.dumps(_otlp({**DEPRECATED, key: value})))
+    assert main(["import", str(tmp_path / "t.json"), "-o", str(tmp_path / "out.json")]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {tmp_path / 't.json'}: span 'chat gpt-4o' ({'cd' * 8}): attribute {key} holds {shape}" in err
+    assert main(["import", str(tmp_path / "t.json"), "--strict", "-o", str(tmp_path / "strict.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path / 't.json'}: span 'chat gpt-4o'" in err and "--strict" in err
+    assert not (tmp_path / "strict.json").exists()
+
+
+def test_a_token_count_that_is_not_a_number_is_a_warning_not_a_traceback(tmp_path, capsys):
+    attrs = {**DEPRECATED, "gen_ai.completion": "4", "gen_ai.usage.input_tokens": "many"}
+    (tmp_path / "t.json").write_text(json.dumps(_otlp(attrs)))
+    assert main(["import", str(tmp_path / "t.json"), "-o", str(tmp_path / "out.json")]) == 0
+    err = capsys.readouterr().err
+    assert "attribute gen_ai.usage.input_tokens is a str ('many'), not a number: counted as 0" in err
+    t = json.loads((tmp_path / "out.json").read_text())
+    assert t["spans"][1]["tokens_in"] == 0 and t["final_output"] == "4"
