@@ -12,10 +12,12 @@ A single-turn case is a one-turn conversation for it: `fn(input, history=[])`.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,8 @@ class Agent:
     call: AgentFn
     uses_kit_agent: bool = False
     converse: ConverseFn | None = None
+    is_async: bool = False  # an `async def` callable: `call` returns a coroutine (run on an event loop)
+    variant: str | None = None  # the reference agent's fault variant, if any
 
 
 class _CallableConversation:
@@ -55,8 +59,8 @@ class _CallableConversation:
 
     def turn(self, text: str, history: list[dict[str, Any]]) -> Any:
         if self.case is not None:
-            return self.fn(text, history=history, case=self.case)
-        return self.fn(text, history=history)
+            return resolve_awaitable(self.fn(text, history=history, case=self.case))
+        return resolve_awaitable(self.fn(text, history=history))
 
     def close(self) -> None:
         return None
@@ -145,7 +149,42 @@ def load_agent(spec: str) -> Agent:
         mine = agent_case(case)
         return fn(mine.input, mine) if wants_case else fn(mine.input)
 
-    return Agent(spec, call)
+    return Agent(spec, call, is_async=is_async_callable(fn))
+
+
+def is_async_callable(fn: Any) -> bool:
+    """An `async def` function, or an object whose `__call__` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def resolve_awaitable(value: Any) -> Any:
+    """`value`, or what it gives when awaited: an `async def` agent called from synchronous code runs on an
+    event loop of its own (in a helper thread when this thread already runs a loop, e.g. inside a host's
+    async test runner)."""
+    if not inspect.isawaitable(value):
+        return value
+
+    async def wait() -> Any:
+        return await value
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = asyncio.run(wait())
+        except BaseException as e:  # handed to the caller, which decides what it means
+            box["error"] = e
+
+    helper = threading.Thread(target=run, name="kit-agent-loop", daemon=True)
+    helper.start()
+    helper.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
 
 
 def agent_case(case: Case) -> Case:

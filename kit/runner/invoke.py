@@ -11,6 +11,13 @@ A multi-turn case (`turns`, or a simulated `user`) runs as one conversation (kit
 under the same timeout; an agent without a conversation (no `history` parameter) makes it an error run
 naming the case, and a `user:` case with no user model configured is a `skipped` run, never a pass.
 
+`invoke` is two halves, `call` (the agent's side: the call itself, its retries, its result as a plain
+trace dict) and `judge` (the oracle's side), so a runner can call the agent in one process and judge in
+another the agent never touched. `call_async` is the agent's side for an `async def` agent on an event loop.
+A call that raises a rate-limit error is retried with exponential backoff and jitter (`RETRIES` times,
+within the timeout); the retries are counted on the run. With KIT_SLOTS_DIR set, each call of a user's agent
+holds one of the shared slots (kit.runner.slots), so processes that call the agent at once stay under one cap.
+
 The timeout: on the main thread a SIGALRM timer interrupts the agent where it is (`deadline`). Elsewhere
 (a thread pool, a host that calls from a worker thread) no signal can reach the agent, so it runs in a
 daemon thread of its own and is abandoned when time is up: the run is an error at once, but a thread
@@ -19,12 +26,18 @@ cannot be killed, so an agent that never returns keeps that thread busy until th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
+import inspect
+import json
+import random
+import re
 import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +45,17 @@ from kit.case import Case
 from kit.errors import KitInputError
 from kit.evaluate import error_run, evaluate
 from kit.result import CaseRun
-from kit.runner.agents import Agent, MalformedTrace, to_trace
+from kit.runner.agents import Agent, MalformedTrace, resolve_awaitable, to_trace
 from kit.runner.conversation import NextMessage, TurnError, converse, scripted
+from kit.runner.slots import Slots, from_env
+from kit.trace import Trace, parse_trace
 from kit.usersim import UserModelError
+
+# Rate-limit retries: at most RETRIES more calls, waiting BACKOFF_S * 2**k (k = 0, 1, ...), at most
+# BACKOFF_MAX_S, times a random factor in [0.5, 1] so callers that were limited together do not retry together.
+RETRIES = 4
+BACKOFF_S = 0.5
+BACKOFF_MAX_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -43,8 +64,41 @@ class Invocation:
 
     case_run: CaseRun
     trace: dict[str, Any] | None
-    agent_s: float = 0.0  # inside the agent
+    agent_s: float = 0.0  # waiting on the agent (its calls and the backoff between them)
     kit_s: float = 0.0  # the kit's own work on this run: reading the trace and every check
+    retries: int = 0  # calls repeated after a rate-limit error
+
+
+@dataclass(frozen=True)
+class Called:
+    """The agent's side of one run, before judging. Crosses from an agent's process to the judge's as JSON
+    text (`json`), so nothing the agent returned is unpickled where the oracle runs."""
+
+    data: dict[str, Any] | None = None  # the trace as a dict (None: see error/skipped)
+    error: str | None = None  # why the run is an error (the agent raised, hung, returned no trace)
+    skipped: str | None = None  # why the run could not take place
+    agent_s: float = 0.0
+    kit_s: float = 0.0  # reading the agent's result into a trace
+    retries: int = 0
+    calls: int = 0  # calls made to the agent (retries included)
+    json: str | None = None  # `data` encoded, set by `wire()`
+    trace: Trace | None = None  # the parsed trace, in the agent's process only (never sent)
+
+    def wire(self) -> Called:
+        """This, ready to cross a process boundary: the trace as JSON text, nothing else of the agent's."""
+        if self.data is None:
+            return dataclasses.replace(self, trace=None)
+        text = self.json if self.json is not None else json.dumps(self.data, default=str)
+        return dataclasses.replace(self, data=None, trace=None, json=text)
+
+
+class RateLimited(Exception):
+    """Raise it from an agent to say "rate limited, try again" (`retry_after`: seconds, when known).
+    The kit also knows a provider's own error (a class named RateLimitError, an HTTP 429)."""
+
+    def __init__(self, message: str = "rate limited", retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class AgentTimeout(BaseException):
@@ -95,7 +149,8 @@ def _call_watched(agent: Agent, case: Case, attempt: int, seconds: float, run: A
 def call_agent(agent: Agent, case: Case, attempt: int, timeout: float | None, run: Any = None) -> Any:
     """What the agent returns for this case and attempt (`run()` instead of `agent.call` when given: a whole
     conversation), or AgentTimeout after `timeout` seconds."""
-    work = run if run is not None else (lambda: agent.call(case, attempt))
+    # An `async def` agent's coroutine is awaited inside the same time limit.
+    work = run if run is not None else (lambda: resolve_awaitable(agent.call(case, attempt)))
     if not timeout:
         return work()
     if threading.current_thread() is threading.main_thread():
@@ -161,42 +216,270 @@ def _cause(e: BaseException) -> str:
     return f"{type(e).__name__}{': ' + msg if msg else ''}{where}"
 
 
-def invoke(agent: Agent, case: Case, attempt: int, *, timeout: float | None, run_id: str | None = None) -> Invocation:
-    """Run the agent once on the case and evaluate the trace. Never raises for the agent's faults."""
-    t0 = time.perf_counter()
-    run = None
-    if getattr(case, "is_multi_turn", False):
-        dialogue = _dialogue(agent, case)
-        if isinstance(dialogue, str):
-            if dialogue.startswith("skip: "):
-                cr = CaseRun(case.id, attempt, (), run_id=run_id, skipped=dialogue.removeprefix("skip: "))
-            else:
-                cr = error_run(case.id, attempt, dialogue, run_id=run_id)
-            return Invocation(cr, None)
+# --- rate limits --------------------------------------------------------------------------------------
 
-        def run() -> Any:
-            return dialogue.run(agent, case, attempt)
+_HTTP_429 = re.compile(r"\b429\b")
+_LIMIT_WORDS = re.compile(r"rate.?limit|too many requests|quota", re.IGNORECASE)
 
-    try:
-        result = call_agent(agent, case, attempt, timeout, run)
-    except AgentTimeout:
-        cr = error_run(case.id, attempt, f"timeout: the agent ran longer than {timeout:g}s", run_id=run_id)
-        return Invocation(cr, None, agent_s=time.perf_counter() - t0)
-    except TurnError as e:
+
+def is_rate_limit(e: BaseException) -> bool:
+    """A rate-limit error: RateLimited, any provider's class named RateLimitError (openai, anthropic,
+    litellm, ...; found by name, so no provider is imported), an HTTP 429 status on the error or its
+    response, or a message naming 429 beside words of a rate limit."""
+    if isinstance(e, RateLimited):
+        return True
+    if any(k.__name__ == "RateLimitError" for k in type(e).__mro__):
+        return True
+    response = getattr(e, "response", None)
+    for holder in (e, response):
+        for attr in ("status_code", "status", "http_status"):
+            if getattr(holder, attr, None) == 429:
+                return True
+    text = str(e)
+    return bool(_HTTP_429.search(text) and _LIMIT_WORDS.search(text)) or "too many requests" in text.lower()
+
+
+def backoff(retry: int, e: BaseException | None = None) -> float:
+    """Seconds to wait before retry number `retry` (0-based): the error's own `retry_after` when it gives
+    one (capped), else exponential with jitter."""
+    hint = getattr(e, "retry_after", None)
+    if isinstance(hint, int | float) and hint > 0:
+        return float(min(hint, BACKOFF_MAX_S))
+    return min(BACKOFF_S * 2**retry, BACKOFF_MAX_S) * random.uniform(0.5, 1.0)
+
+
+# --- the agent's side ---------------------------------------------------------------------------------
+
+
+def _own_slots(agent: Agent) -> Slots | None:
+    """The shared slots for a user's agent; the reference agent answers in milliseconds from the kit's own
+    code and keeps its fast path."""
+    return None if agent.uses_kit_agent else from_env()
+
+
+def _prepare(agent: Agent, case: Case, attempt: int) -> tuple[Called | None, Callable[[], Any] | None]:
+    """(an early outcome, or None) and the conversation to run (None: a single call)."""
+    if not getattr(case, "is_multi_turn", False):
+        return None, None
+    dialogue = _dialogue(agent, case)
+    if isinstance(dialogue, str):
+        if dialogue.startswith("skip: "):
+            return Called(skipped=dialogue.removeprefix("skip: ")), None
+        return Called(error=dialogue), None
+    return None, lambda: dialogue.run(agent, case, attempt)
+
+
+def _failure(e: BaseException, timeout: float | None) -> str:
+    """What an exception out of the agent's call makes of the run."""
+    if isinstance(e, AgentTimeout):
+        return f"timeout: the agent ran longer than {timeout:g}s"
+    if isinstance(e, TurnError):
         detail = f"raised {_cause(e.cause)}" if e.cause is not None else e.detail
-        cr = error_run(case.id, attempt, f"the agent {detail} in turn {e.turn}", run_id=run_id)
-        return Invocation(cr, None, agent_s=time.perf_counter() - t0)
-    except UserModelError as e:
-        cr = error_run(case.id, attempt, f"the simulated user failed: {e}", run_id=run_id)
-        return Invocation(cr, None, agent_s=time.perf_counter() - t0)
-    except Exception as e:
-        cr = error_run(case.id, attempt, f"the agent raised {_cause(e)}", run_id=run_id)
-        return Invocation(cr, None, agent_s=time.perf_counter() - t0)
+        return f"the agent {detail} in turn {e.turn}"
+    if isinstance(e, UserModelError):
+        return f"the simulated user failed: {e}"
+    return f"the agent raised {_cause(e)}"
+
+
+def call(
+    agent: Agent,
+    case: Case,
+    attempt: int,
+    *,
+    timeout: float | None,
+    run_id: str | None = None,
+    slots: Slots | bool | None = True,
+    on_start: Callable[[], None] | None = None,
+) -> Called:
+    """The agent's side of one run: call it (retrying rate limits), read what it returned into a trace.
+    Never raises: anything the agent raises (SystemExit, KeyboardInterrupt and every other BaseException
+    included) or returns wrongly is the run's error. `slots=True`: the shared slots, if any."""
+    early, conversation = _prepare(agent, case, attempt)
+    if early is not None:
+        return early
+    shared = _own_slots(agent) if slots is True else slots or None
+    held = shared.acquire() if shared is not None else None
+    try:
+        if on_start is not None:
+            on_start()
+        t0 = time.perf_counter()
+        ends = t0 + timeout if timeout else None
+        retries = 0
+        while True:
+            left = ends - time.perf_counter() if ends is not None else None
+            try:
+                if left is not None and left <= 0:
+                    raise AgentTimeout
+                result = call_agent(agent, case, attempt, left, conversation)
+                break
+            except BaseException as e:  # an agent's SystemExit is its run's error, not the runner's end
+                wait = backoff(retries, e) if is_rate_limit(e) and retries < RETRIES else None
+                if wait is None or (ends is not None and time.perf_counter() + wait >= ends):
+                    why = _failure(e, timeout)
+                    if is_rate_limit(e) and retries:
+                        why += f" (after {retries} rate-limit retr{'y' if retries == 1 else 'ies'})"
+                    spent = time.perf_counter() - t0
+                    return Called(error=why, agent_s=spent, retries=retries, calls=retries + 1)
+                time.sleep(wait)
+                retries += 1
+        agent_s = time.perf_counter() - t0
+    finally:
+        if held is not None and shared is not None:
+            shared.release(held)
+    return _read(result, agent, case, attempt, run_id, agent_s, retries)
+
+
+async def call_async(
+    agent: Agent,
+    case: Case,
+    attempt: int,
+    *,
+    timeout: float | None,
+    run_id: str | None = None,
+    slots: Slots | bool | None = True,
+    on_start: Callable[[], None] | None = None,
+) -> Called:
+    """`call` for an `async def` agent, on the running event loop: awaited under the timeout, retried with
+    `asyncio.sleep`, the shared slot awaited without blocking the loop. A multi-turn case, or an agent whose
+    call is not awaitable, runs in a thread."""
+    early, conversation = _prepare(agent, case, attempt)
+    if early is not None:
+        return early
+    if conversation is not None or not agent.is_async:
+        return await asyncio.to_thread(
+            call, agent, case, attempt, timeout=timeout, run_id=run_id, slots=slots, on_start=on_start
+        )
+    shared = _own_slots(agent) if slots is True else slots or None
+    held = await shared.acquire_async() if shared is not None else None
+    try:
+        if on_start is not None:
+            on_start()
+        t0 = time.perf_counter()
+        ends = t0 + timeout if timeout else None
+        retries = 0
+        while True:
+            left = ends - time.perf_counter() if ends is not None else None
+            try:
+                if left is not None and left <= 0:
+                    raise AgentTimeout
+                pending = agent.call(case, attempt)
+                if inspect.isawaitable(pending):
+                    pending = await asyncio.wait_for(_awaited(pending), left) if left is not None else await pending
+                result = pending
+                break
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # we are being cancelled, not the agent failing
+                return Called(error="the agent raised CancelledError", agent_s=time.perf_counter() - t0)
+            except BaseException as e:  # as in `call`
+                if isinstance(e, TimeoutError) and isinstance(e.__cause__, asyncio.CancelledError):
+                    e = AgentTimeout()  # wait_for's own: the deadline, not the agent's TimeoutError
+                wait = backoff(retries, e) if is_rate_limit(e) and retries < RETRIES else None
+                if wait is None or (ends is not None and time.perf_counter() + wait >= ends):
+                    why = _failure(e, timeout)
+                    if is_rate_limit(e) and retries:
+                        why += f" (after {retries} rate-limit retr{'y' if retries == 1 else 'ies'})"
+                    spent = time.perf_counter() - t0
+                    return Called(error=why, agent_s=spent, retries=retries, calls=retries + 1)
+                await asyncio.sleep(wait)
+                retries += 1
+        agent_s = time.perf_counter() - t0
+    finally:
+        if held is not None and shared is not None:
+            shared.release(held)
+    return _read(result, agent, case, attempt, run_id, agent_s, retries)
+
+
+async def _awaited(pending: Any) -> Any:
+    return await pending
+
+
+def _read(
+    result: Any, agent: Agent, case: Case, attempt: int, run_id: str | None, agent_s: float, retries: int
+) -> Called:
+    """What the agent returned as a Called: a validated trace carrying a latency (the measured one when it
+    gave none), or the error saying why it is not one."""
     t1 = time.perf_counter()
+    calls = retries + 1
     try:
         trace, data = to_trace(result, case, attempt, run_id)
+        if trace.latency_ms is None:
+            # A budget never passes on a figure nobody measured: the call's wall time is the run's latency.
+            data["latency_ms"] = round(agent_s * 1000, 3)
+            trace = parse_trace(data)
+        text = None
+        if not agent.uses_kit_agent:
+            text = _json_text(data)
     except MalformedTrace as e:
-        cr = error_run(case.id, attempt, f"the agent {e}", run_id=run_id)
-        return Invocation(cr, None, agent_s=t1 - t0, kit_s=time.perf_counter() - t1)
-    cr = evaluate(trace, case, run_id=run_id)
-    return Invocation(cr, data, agent_s=t1 - t0, kit_s=time.perf_counter() - t1)
+        return Called(error=f"the agent {e}", agent_s=agent_s, retries=retries, calls=calls)
+    except BaseException as e:  # reading a hostile result (a property that raises, exits, ...)
+        why = f"the agent returned a result that could not be read: {_cause(e)}"
+        return Called(error=why, agent_s=agent_s, retries=retries, calls=calls, kit_s=time.perf_counter() - t1)
+    return Called(
+        data=data,
+        agent_s=agent_s,
+        kit_s=time.perf_counter() - t1,
+        retries=retries,
+        calls=calls,
+        json=text,
+        trace=trace,
+    )
+
+
+def _json_text(data: dict[str, Any]) -> str:
+    """The trace as the store will keep it; MalformedTrace for what JSON cannot hold (a cycle, nesting
+    deeper than the interpreter can follow)."""
+    try:
+        return json.dumps(data, default=str)
+    except ValueError as e:  # "Circular reference detected"
+        raise MalformedTrace(f"returned a trace that is not JSON: {e}") from None
+    except RecursionError:
+        raise MalformedTrace("returned a trace nested too deeply to store") from None
+
+
+# --- the oracle's side --------------------------------------------------------------------------------
+
+
+def judge(called: Called, case: Case, attempt: int, *, run_id: str | None = None) -> Invocation:
+    """The oracle's verdict on one call (in whichever process judges): an error or skipped run as the call
+    says, else every check of the case on the trace. The run's metrics carry its calls, retries and times."""
+    t0 = time.perf_counter()
+    data = called.data
+    if called.error is not None or called.skipped is not None:
+        if called.skipped is not None:
+            cr = CaseRun(case.id, attempt, (), run_id=run_id, skipped=called.skipped)
+        else:
+            cr = error_run(case.id, attempt, called.error or "", run_id=run_id)
+        data = None
+    else:
+        trace = called.trace
+        try:
+            if data is None:
+                data = json.loads(called.json or "null")
+            if trace is None:
+                trace = parse_trace(data)
+        except (KitInputError, ValueError) as e:
+            msg = e.message if isinstance(e, KitInputError) else str(e)
+            cr = error_run(case.id, attempt, f"the agent returned a malformed trace: {msg}", run_id=run_id)
+            data = None
+        else:
+            cr = evaluate(trace, case, run_id=run_id)
+    kit_s = called.kit_s + time.perf_counter() - t0
+    cr = dataclasses.replace(
+        cr,
+        metrics={
+            **cr.metrics,
+            "agent_calls": called.calls,
+            "retries": called.retries,
+            "agent_s": called.agent_s,
+            "kit_s": kit_s,
+        },
+    )
+    return Invocation(cr, data, agent_s=called.agent_s, kit_s=kit_s, retries=called.retries)
+
+
+def invoke(agent: Agent, case: Case, attempt: int, *, timeout: float | None, run_id: str | None = None) -> Invocation:
+    """Run the agent once on the case and evaluate the trace. Never raises for the agent's faults (an
+    `async def` agent is awaited here, on a loop of its own)."""
+    return judge(call(agent, case, attempt, timeout=timeout, run_id=run_id), case, attempt, run_id=run_id)

@@ -1,13 +1,21 @@
 """Running many independent jobs with a per-job timeout: in worker processes, in threads, or in turn.
 
-Processes are the default: the agent and the checks are Python, so threads share one core under the GIL.
-The pool is our own rather than concurrent.futures' because a hung job must be killable on its own:
-its worker is killed and replaced, the job is reported as a timeout, and the other jobs go on.
-Workers are forked, so they inherit the loaded suite and agent; only job indices and results cross.
+`execute(jobs, work, ...)`: `work(job)` runs whole in a worker. Processes are the default: the reference
+agent and the checks are Python, so threads share one core under the GIL. The pool is our own rather than
+concurrent.futures' because a hung job must be killable on its own: its worker is killed and replaced, the
+job is reported as a timeout, and the other jobs go on. Workers are forked, so they inherit the loaded suite
+and agent; only job indices and results cross.
+
+`dispatch(jobs, call, ...)`: a job's `call` (a user's agent: mostly waiting on a model) runs up to
+`concurrency` at once, in threads or, for an `async def` agent (`acall`), as tasks on an event loop; its
+result lands in the calling process, which does the rest (the runner judges there). In `process` mode the
+calls run in forked host processes, so nothing the agent does reaches the process that judges; a host that
+dies fails only its own calls and is replaced.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import multiprocessing as mp
 import os
@@ -58,12 +66,83 @@ def execute(
     if mode == "serial" or n <= 1:
         for i, job in enumerate(jobs):
             try:
-                on_result(i, work(job))
-            except Exception as e:
-                on_failure(i, f"{type(e).__name__}: {e}")
+                payload = work(job)
+            except BaseException as e:  # a job's SystemExit fails that job, not the run
+                on_failure(i, _failed(e))
+            else:
+                on_result(i, payload)
         return
-    pool = _ProcessPool(jobs, work, n, timeout) if mode == "process" else _ThreadPool(jobs, work, n, timeout)
-    pool.run(on_result, on_failure)
+    if mode == "process":
+        _ProcessPool(jobs, work, n, timeout).run(on_result, on_failure)
+    else:
+        _ThreadPool(jobs, _no_start(work), n, timeout).run(on_result, on_failure)
+
+
+def _failed(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _no_start(work: Callable[[J], R]) -> Callable[[J, Callable[[], None]], R]:
+    """A whole job as a call: its time counts from when a thread takes it."""
+
+    def call(job: J, on_start: Callable[[], None]) -> R:
+        on_start()
+        return work(job)
+
+    return call
+
+
+Call = Callable[[Any, Callable[[], None]], Any]  # (job, on_start) -> payload; on_start: the call began
+ACall = Callable[[Any, Callable[[], None]], Any]  # the same, returning an awaitable
+
+
+def dispatch(
+    jobs: Sequence[J],
+    call: Call,
+    *,
+    acall: ACall | None = None,
+    mode: str = "process",
+    workers: int | None = None,
+    concurrency: int = 1,
+    timeout: float | None = None,
+    on_result: OnResult,
+    on_failure: OnFailure,
+    retire: Callable[[Any], bool] | None = None,
+) -> None:
+    """Every job's call, at most `concurrency` at once; each result reported in this thread as
+    `on_result(i, payload)`, or `on_failure(i, why)` when the call raised, overran `timeout` (+ a grace
+    period, counted from `on_start`: waiting for a shared slot is not the agent's time) or its host died.
+
+    `serial`: one call at a time, here. `thread`: threads (or, with `acall`, tasks on one event loop in a
+    thread) of this process. `process`: min(workers, concurrency) forked hosts sharing the cap, each
+    running its calls the same way; `call`'s payload must pickle. A host whose payload `retire` flags
+    (a call that overran and left its thread behind) takes no more calls, and is replaced once its others
+    have landed."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if not jobs:
+        return
+    cap = max(1, min(concurrency, len(jobs)))
+    if mode == "serial" or (mode == "thread" and cap == 1 and acall is None):
+        for i, job in enumerate(jobs):
+            try:
+                payload = call(job, _nothing)
+            except BaseException as e:
+                on_failure(i, _failed(e))
+            else:
+                on_result(i, payload)
+        return
+    if mode == "thread":
+        pool: _InProcess = _AsyncPool(jobs, acall, cap, timeout) if acall else _ThreadPool(jobs, call, cap, timeout)
+        pool.run(on_result, on_failure)
+        return
+    hosts = max(1, min(workers or default_workers(), cap))
+    _HostPool(jobs, call, acall, hosts, cap, timeout, retire).run(on_result, on_failure)
+
+
+def _nothing() -> None:
+    return None
 
 
 # --- processes ------------------------------------------------------------------------------------------
@@ -98,8 +177,8 @@ def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], An
             return
         try:
             conn.send((i, True, work(jobs[i])))
-        except Exception as e:
-            conn.send((i, False, f"{type(e).__name__}: {e}"))
+        except BaseException as e:  # a job's SystemExit (or an unpicklable result) fails that job only
+            conn.send((i, False, _failed(e)))
 
 
 class _Proc:
@@ -179,57 +258,323 @@ class _ProcessPool(Generic[J, R]):
         return True
 
 
-# --- threads --------------------------------------------------------------------------------------------
+# --- threads and event loops, in this process ----------------------------------------------------------
 
 
-class _ThreadPool(Generic[J, R]):
-    """Threads cannot be killed: a job that overruns is reported and abandoned, and a new thread
-    takes its place so the others keep their share of workers."""
+class _InProcess:
+    """Calls running in this process, their results collected here. Threads cannot be killed: a call that
+    overruns is reported and abandoned (a new thread takes its place, so the others keep their share)."""
 
-    def __init__(self, jobs: Sequence[J], work: Callable[[J], R], n: int, timeout: float | None) -> None:
-        self.jobs, self.work, self.n, self.timeout = jobs, work, n, timeout
-        self.todo: queue.Queue[int | None] = queue.Queue()
+    def __init__(self, jobs: Sequence[Any], n: int, timeout: float | None) -> None:
+        self.jobs, self.n, self.timeout = jobs, n, timeout
         self.done: queue.Queue[tuple[int, bool, Any]] = queue.Queue()
         self.started: dict[int, float] = {}
         self.lock = threading.Lock()
+
+    def on_start(self, i: int) -> Callable[[], None]:
+        def started() -> None:
+            with self.lock:
+                self.started[i] = time.monotonic()
+
+        return started
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def replace_abandoned(self) -> None:
+        """A worker was abandoned to a call that overran: start another in its place."""
+
+    def stop(self) -> None:
+        """No more calls will be collected."""
+
+    def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
+        self.start()
+        remaining = set(range(len(self.jobs)))
+        limit = self.timeout + GRACE_S if self.timeout else None
+        try:
+            while remaining:
+                try:
+                    i, ok, payload = self.done.get(timeout=0.05 if limit else None)
+                except queue.Empty:
+                    pass
+                else:
+                    if i in remaining:
+                        remaining.discard(i)
+                        (on_result if ok else on_failure)(i, payload)
+                now = time.monotonic()
+                with self.lock:
+                    overdue = [i for i, t in self.started.items() if i in remaining and limit and now - t > limit]
+                for i in overdue:
+                    remaining.discard(i)
+                    on_failure(i, f"timeout: no result after {self.timeout:g}s (thread abandoned)")
+                    self.replace_abandoned()
+        finally:
+            self.stop()
+
+
+class _ThreadPool(_InProcess, Generic[J, R]):
+    def __init__(self, jobs: Sequence[J], work: Call, n: int, timeout: float | None) -> None:
+        super().__init__(jobs, n, timeout)
+        self.work = work
+        self.todo: queue.Queue[int | None] = queue.Queue()
 
     def _loop(self) -> None:
         while True:
             i = self.todo.get()
             if i is None:
                 return
-            with self.lock:
-                self.started[i] = time.monotonic()
             try:
-                self.done.put((i, True, self.work(self.jobs[i])))
-            except Exception as e:
-                self.done.put((i, False, f"{type(e).__name__}: {e}"))
+                self.done.put((i, True, self.work(self.jobs[i], self.on_start(i))))
+            except BaseException as e:  # a call's SystemExit fails that call, not the thread's next ones
+                self.done.put((i, False, _failed(e)))
 
     def _spawn(self) -> None:
-        threading.Thread(target=self._loop, daemon=True).start()
+        threading.Thread(target=self._loop, name="kit-call", daemon=True).start()
 
-    def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
+    def start(self) -> None:
         for i in range(len(self.jobs)):
             self.todo.put(i)
         for _ in range(self.n):
             self._spawn()
-        remaining = set(range(len(self.jobs)))
-        limit = self.timeout + GRACE_S if self.timeout else None
-        while remaining:
-            try:
-                i, ok, payload = self.done.get(timeout=0.05 if limit else None)
-            except queue.Empty:
-                pass
-            else:
-                if i in remaining:
-                    remaining.discard(i)
-                    (on_result if ok else on_failure)(i, payload)
-            now = time.monotonic()
-            with self.lock:
-                overdue = [i for i, t in self.started.items() if i in remaining and limit and now - t > limit]
-            for i in overdue:
-                remaining.discard(i)
-                on_failure(i, f"timeout: no result after {self.timeout:g}s (thread abandoned)")
-                self._spawn()
+
+    def replace_abandoned(self) -> None:
+        self._spawn()
+
+    def stop(self) -> None:
         for _ in range(self.n):
             self.todo.put(None)
+
+
+class _AsyncPool(_InProcess):
+    """An `async def` agent's calls as tasks on one event loop (in a thread of its own), `n` at a time."""
+
+    def __init__(self, jobs: Sequence[Any], acall: ACall, n: int, timeout: float | None) -> None:
+        super().__init__(jobs, n, timeout)
+        self.acall = acall
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve, name="kit-agent-loop", daemon=True)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    async def _all(self) -> None:
+        gate = asyncio.Semaphore(self.n)
+
+        async def one(i: int) -> None:
+            async with gate:
+                try:
+                    payload = await self.acall(self.jobs[i], self.on_start(i))
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as e:
+                    self.done.put((i, False, _failed(e)))
+                else:
+                    self.done.put((i, True, payload))
+
+        await asyncio.gather(*(one(i) for i in range(len(self.jobs))))
+
+    def start(self) -> None:
+        self.thread.start()
+        self.future = asyncio.run_coroutine_threadsafe(self._all(), self.loop)
+
+    def stop(self) -> None:
+        # Abandoned tasks are cancelled; the loop thread is a daemon and ends with the process.
+        self.future.cancel()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+# --- host processes ---------------------------------------------------------------------------------------
+
+
+def _host_main(conn: Connection, jobs: Sequence[Any], call: Call, acall: ACall | None, parent: int) -> None:
+    """A host: takes job indices from the parent, runs each call in a thread (or a task), sends
+    ("start", i) when the call begins and ("done", i, ok, payload) when it ends."""
+    die_with_parent(parent)
+    send_lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        with send_lock:
+            try:
+                conn.send(message)
+            except (BrokenPipeError, EOFError, OSError):
+                os._exit(0)  # the parent is gone
+            except BaseException as e:  # an unpicklable result: that call's error
+                if message[0] != "done":
+                    raise
+                conn.send(("done", message[1], False, f"the agent's result could not be sent: {_failed(e)}"))
+
+    def started(i: int) -> Callable[[], None]:
+        return lambda: send(("start", i))
+
+    if acall is not None:
+        _host_loop(conn, jobs, acall, send, started)
+    else:
+        while True:
+            try:
+                i = conn.recv()
+            except (EOFError, OSError, KeyboardInterrupt):
+                break
+            if i is None:
+                break
+
+            def run(i: int = i) -> None:
+                try:
+                    send(("done", i, True, call(jobs[i], started(i))))
+                except BaseException as e:
+                    send(("done", i, False, _failed(e)))
+
+            threading.Thread(target=run, name=f"kit-call-{i}", daemon=True).start()
+    conn.close()
+    # Not a normal exit: an agent's atexit hooks or a thread it left running must not hold the host open.
+    os._exit(0)
+
+
+def _host_loop(
+    conn: Connection,
+    jobs: Sequence[Any],
+    acall: ACall,
+    send: Callable[[tuple[Any, ...]], None],
+    started: Callable[[int], Callable[[], None]],
+) -> None:
+    """An async host: the event loop reads job indices from the parent's pipe as they come."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    stop = loop.create_future()
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(i: int) -> None:
+        try:
+            payload = await acall(jobs[i], started(i))
+        except BaseException as e:
+            send(("done", i, False, _failed(e)))
+        else:
+            send(("done", i, True, payload))
+
+    def readable() -> None:
+        while conn.poll():
+            try:
+                i = conn.recv()
+            except (EOFError, OSError):
+                i = None
+            if i is None:
+                if not stop.done():
+                    stop.set_result(None)
+                return
+            task = loop.create_task(one(i))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    loop.add_reader(conn.fileno(), readable)
+    try:
+        loop.run_until_complete(stop)
+    finally:
+        loop.remove_reader(conn.fileno())
+
+
+class _Host:
+    def __init__(self, ctx: Any, jobs: Sequence[Any], call: Call, acall: ACall | None) -> None:
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_host_main, args=(child, jobs, call, acall, os.getpid()), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn: Connection = parent
+        self.calls: dict[int, float] = {}  # job -> deadline (inf until the call starts)
+        self.retiring = False  # takes no more calls; replaced once its own have landed
+
+    def give(self, i: int) -> None:
+        self.calls[i] = float("inf")
+        self.conn.send(i)
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.join(1)
+        self.conn.close()
+
+
+class _HostPool:
+    def __init__(
+        self,
+        jobs: Sequence[Any],
+        call: Call,
+        acall: ACall | None,
+        hosts: int,
+        cap: int,
+        timeout: float | None,
+        retire: Callable[[Any], bool] | None = None,
+    ) -> None:
+        self.jobs, self.call, self.acall, self.timeout, self.retire = jobs, call, acall, timeout, retire
+        self.n, self.cap = hosts, cap
+        self.share = -(-cap // hosts)  # calls per host, rounded up; the total stays under `cap`
+        self.ctx = mp.get_context("fork")
+
+    def _new(self) -> _Host:
+        return _Host(self.ctx, self.jobs, self.call, self.acall)
+
+    def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
+        todo = deque(range(len(self.jobs)))
+        hosts = [self._new() for _ in range(self.n)]
+        limit = self.timeout + GRACE_S if self.timeout else float("inf")
+        try:
+            while True:
+                for k, h in enumerate(hosts):
+                    if h.retiring and not h.calls:
+                        h.kill()
+                        hosts[k] = self._new()
+                in_flight = sum(len(h.calls) for h in hosts)
+                for h in sorted((h for h in hosts if not h.retiring), key=lambda h: len(h.calls)):
+                    while todo and in_flight < self.cap and len(h.calls) < self.share:
+                        h.give(todo.popleft())
+                        in_flight += 1
+                if not in_flight:
+                    break
+                nearest = min((d for h in hosts for d in h.calls.values()), default=float("inf"))
+                wait_s = min(max(0.0, nearest - time.monotonic()), 3600)
+                ready = wait([h.conn for h in hosts if h.calls], timeout=wait_s)
+                for k, h in enumerate(hosts):
+                    if h.conn in ready and not self._collect(h, limit, on_result, on_failure):
+                        why = f"the agent's host process died (exit code {h.proc.exitcode})"
+                        hosts[k] = self._replace(h, why, on_failure)
+                    elif any(d <= time.monotonic() for d in h.calls.values()):
+                        why = f"timeout: no result after {self.timeout:g}s (host process killed)"
+                        hosts[k] = self._replace(h, why, on_failure)
+        finally:
+            for h in hosts:
+                h.stop()
+            for h in hosts:
+                h.proc.join(2)
+                if h.proc.is_alive():
+                    h.kill()
+
+    def _collect(self, h: _Host, limit: float, on_result: OnResult, on_failure: OnFailure) -> bool:
+        """Every message the host has sent; False when it died instead."""
+        while True:
+            try:
+                message = h.conn.recv()
+            except (EOFError, OSError):
+                h.proc.join(1)
+                return False
+            if message[0] == "start":
+                if message[1] in h.calls:
+                    h.calls[message[1]] = time.monotonic() + limit
+            else:
+                _, i, ok, payload = message
+                if i in h.calls:
+                    del h.calls[i]
+                    if ok and self.retire is not None and self.retire(payload):
+                        h.retiring = True
+                    (on_result if ok else on_failure)(i, payload)
+            if not h.conn.poll():
+                return True
+
+    def _replace(self, h: _Host, why: str, on_failure: OnFailure) -> _Host:
+        lost = list(h.calls)
+        h.calls.clear()
+        h.kill()
+        for i in lost:
+            on_failure(i, why)
+        return self._new()

@@ -6,19 +6,31 @@
 A run whose agent raises, overruns its timeout or returns a malformed trace becomes an error run
 (`kit.evaluate.error_run`) carrying the cause; the other runs go on. Shards (`--shard i/n`) split the
 cases deterministically so that n CI jobs together run the suite once.
+
+Where the calls run: the reference agent (the kit's own code, milliseconds of CPU a run) runs and is judged
+in worker processes, one run per worker at a time. A user's agent is called up to `concurrency` times at
+once (threads for a sync callable, an event loop for an `async def` one), in forked host processes in
+`process` mode, and every trace is judged here, in the runner's own process, which the agent never ran in:
+an agent that patches the oracle, exits or changes directory changes nothing of the verdicts or the store.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kit.case import Case
 from kit.errors import KitInputError
 from kit.evaluate import error_run
 from kit.runner.agents import Agent
-from kit.runner.invoke import Invocation, invoke
-from kit.runner.pool import default_workers, execute
+from kit.runner.invoke import Called, Invocation, call, call_async, invoke, judge
+from kit.runner.pool import default_workers, dispatch, execute
+from kit.settings import Settings
+
+DEFAULT_CONCURRENCY: int = Settings.model_fields["concurrency"].default
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,7 @@ class RunOptions:
     workers: int | None = None  # default: the CPUs this process may use
     mode: str = "process"  # process | thread | serial
     shard: tuple[int, int] | None = None  # (i, n), 1 <= i <= n
+    concurrency: int | None = None  # a user's agent's calls in flight at once (default: the settings' default)
 
 
 @dataclass(frozen=True)
@@ -94,9 +107,8 @@ def run_suite(
 ) -> list[Outcome]:
     """Every job, in parallel as configured; outcomes in job order. `on_outcome` sees each as it lands."""
     results: list[Outcome | None] = [None] * len(jobs)
-
-    def work(job: Job) -> Outcome:
-        return run_one(job, agent, run_id=run_id, timeout=options.timeout)
+    concurrency = options.concurrency or DEFAULT_CONCURRENCY
+    workers = options.workers or default_workers()
 
     def done(i: int, outcome: Outcome) -> None:
         results[i] = outcome
@@ -107,13 +119,81 @@ def run_suite(
         job = jobs[i]
         done(i, Outcome(error_run(job.case.id, job.attempt, why, run_id=run_id), None))
 
-    execute(
-        jobs,
-        work,
-        mode=options.mode,
-        workers=options.workers or default_workers(),
-        timeout=options.timeout,
-        on_result=done,
-        on_failure=failed,
-    )
+    if agent.uses_kit_agent and options.mode == "process":
+        # The kit's own agent: CPU-bound and trusted, run and judged in the same worker (its fast path).
+        def work(job: Job) -> Outcome:
+            return run_one(job, agent, run_id=run_id, timeout=options.timeout)
+
+        execute(
+            jobs,
+            work,
+            mode="process",
+            workers=min(workers, concurrency),
+            timeout=options.timeout,
+            on_result=done,
+            on_failure=failed,
+        )
+    else:
+        _called_and_judged(jobs, agent, options, concurrency, workers, run_id, done, failed)
     return [r for r in results if r is not None]
+
+
+def _called_and_judged(
+    jobs: Sequence[Job],
+    agent: Agent,
+    options: RunOptions,
+    concurrency: int,
+    workers: int,
+    run_id: str | None,
+    done: Callable[[int, Outcome], None],
+    failed: Callable[[int, str], None],
+) -> None:
+    """The agent's calls dispatched (kit.runner.pool.dispatch); each judged here as it lands."""
+    crossing = options.mode == "process"
+    here = _cwd()
+
+    def agent_call(job: Job, on_start: Callable[[], None]) -> Called:
+        called = call(agent, job.case, job.attempt, timeout=options.timeout, run_id=run_id, on_start=on_start)
+        return called.wire() if crossing else called
+
+    async def agent_acall(job: Job, on_start: Callable[[], None]) -> Called:
+        called = await call_async(
+            agent, job.case, job.attempt, timeout=options.timeout, run_id=run_id, on_start=on_start
+        )
+        return called.wire() if crossing else called
+
+    def landed(i: int, called: Any) -> None:
+        if here is not None and not crossing and _cwd() != here:
+            # An agent in this process changed directory: the store and the cases are found from here.
+            with contextlib.suppress(OSError):
+                os.chdir(here)
+        job = jobs[i]
+        if not isinstance(called, Called):
+            failed(i, f"the agent's call gave {type(called).__name__}, not a result")
+            return
+        done(i, judge(called, job.case, job.attempt, run_id=run_id))
+
+    dispatch(
+        jobs,
+        agent_call,
+        acall=agent_acall if agent.is_async else None,
+        mode=options.mode,
+        workers=workers,
+        concurrency=concurrency,
+        timeout=options.timeout,
+        on_result=landed,
+        on_failure=failed,
+        retire=_overran,
+    )
+
+
+def _overran(called: Any) -> bool:
+    """A call that timed out: its thread may still be running in its host, which is then replaced."""
+    return isinstance(called, Called) and (called.error or "").startswith("timeout:")
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed under us
+        return None

@@ -127,7 +127,8 @@ def test_a_worker_that_ignores_the_timeout_is_killed(project, monkeypatch):
     agent = load_agent("my_agent:stubborn")
     jobs = [Job(suite.by_id()["hang"], 0), Job(suite.by_id()["hang"], 1), Job(suite.by_id()["hang"], 2)]
     outs = run_suite(jobs, agent, RunOptions(timeout=0.2, workers=2))
-    assert [o.case_run.error for o in outs] == ["timeout: no result after 0.2s (worker killed)"] * 3
+    # The host reports the overrun call (its thread cannot be stopped) and is replaced once it has.
+    assert [o.case_run.error for o in outs] == ["timeout: the agent ran longer than 0.2s"] * 3
 
 
 @pytest.mark.parametrize("mode", ["serial", "thread", "process"])
