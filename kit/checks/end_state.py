@@ -22,6 +22,16 @@ if TYPE_CHECKING:  # hints resolved by the registry when parameters are first pa
 # Rows read from a query beyond those expected: enough to show what is wrong, never the whole of a runaway.
 MAX_ROWS = 10_000
 
+# The integers a HUGEINT column holds; a larger one is a load error.
+_INT64 = range(-(2**63), 2**63)
+_INT128 = range(-(2**127), 2**127)
+
+ATTACH_HINT = "attach the tables with `kit import --end-state FILE` or a top-level `end_state` in the trace"
+
+
+class EndStateError(ValueError):
+    """The trace's end state cannot answer the query: a table is missing, or its rows do not load."""
+
 
 def _column_type(values: list[Any]) -> str:
     present = [v for v in values if v is not None]
@@ -30,7 +40,7 @@ def _column_type(values: list[Any]) -> str:
     if all(isinstance(v, bool) for v in present):
         return "BOOLEAN"
     if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return "BIGINT"
+        return "BIGINT" if all(v in _INT64 for v in present) else "HUGEINT"
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
         return "DOUBLE"
     if all(isinstance(v, str) for v in present):
@@ -55,8 +65,13 @@ class _Sandbox:
 
     Opening a DuckDB database costs ~15 ms and loading a trace's tables ~1 ms, so the database is shared and
     the tables are swapped in under a lock: while a query runs, the only tables that exist are its own
-    trace's. Every door to the outside is shut (no files, no network, no extensions) and the configuration
-    is locked, and queries are SELECTs (checked at load), so a query cannot change what the next one sees.
+    trace's. Every door to the outside is shut (no files, no network, no extensions, no persistent
+    secrets, and no temp folder: DuckDB lets a query read its temp folder even with external access off, and
+    its default is `.tmp` in the working directory) and the configuration is locked, and queries are SELECTs
+    (checked at load), so a query cannot change what the next one sees.
+
+    A table whose rows fail to load is dropped, never kept empty under its content key: every query on
+    that trace is an error, not a pass on an empty table.
     """
 
     def __init__(self) -> None:
@@ -74,6 +89,8 @@ class _Sandbox:
                 "enable_external_access": False,
                 "autoinstall_known_extensions": False,
                 "autoload_known_extensions": False,
+                "allow_persistent_secrets": False,
+                "temp_directory": "",
                 # A runaway query (a huge cross join, an unbounded recursive CTE) fails, not the machine.
                 "memory_limit": "1GB",
                 # End states are a few rows: scheduling a query over several threads costs more (~20%)
@@ -106,15 +123,20 @@ class _Sandbox:
             name = _quote(table)
             cols = ", ".join(f"{_quote(c)} {t}" for c, t in zip(columns, types, strict=True))
             self.con.execute(f"CREATE TABLE {name} ({cols})")
+            try:
+                if rows:
+                    values = [
+                        canonical(r.get(c)) if t == "JSON" and r.get(c) is not None else r.get(c)
+                        for r in rows
+                        for c, t in zip(columns, types, strict=True)
+                    ]
+                    marks = "(" + ", ".join("?" for _ in columns) + ")"
+                    self.con.execute(f"INSERT INTO {name} VALUES " + ", ".join(marks for _ in rows), values)
+            except Exception as e:
+                self.con.execute(f"DROP TABLE {name}")
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise EndStateError(f"end_state table {table!r} does not load: {first}") from None
             self.tables[table] = wanted[table]
-            if rows:
-                values = [
-                    canonical(r.get(c)) if t == "JSON" and r.get(c) is not None else r.get(c)
-                    for r in rows
-                    for c, t in zip(columns, types, strict=True)
-                ]
-                marks = "(" + ", ".join("?" for _ in columns) + ")"
-                self.con.execute(f"INSERT INTO {name} VALUES " + ", ".join(marks for _ in rows), values)
 
     def query(self, trace: Trace, sql: str, max_rows: int) -> list[tuple[Any, ...]]:
         """At most `max_rows` + 1 rows of the query; TimeoutError when it runs past the check time limit."""
@@ -133,10 +155,30 @@ class _Sandbox:
                 with watch:
                     # Rows stream: a query that would return billions is read no further than needed.
                     return self.con.execute(sql).fetchmany(max_rows + 1)
+            except duckdb.CatalogException as e:
+                self._missing_tables(trace, sql, str(e))
+                raise
             except (duckdb.Error, RuntimeError):
                 if watch.interrupted:
                     raise TimeoutError(f"query ran longer than {limits.CHECK_TIMEOUT:g} s and was stopped") from None
                 raise
+
+    def _missing_tables(self, trace: Trace, sql: str, error: str) -> None:
+        """EndStateError naming the tables the query reads that the trace's end state lacks, if any."""
+        import re
+
+        try:
+            named = set(self.con.get_table_names(sql))
+        except Exception:  # it binds the query, and fails where the query failed: read DuckDB's words
+            named = set(re.findall(r"Table with name (.+?) does not exist", error))
+        have = {t.casefold() for t in trace.end_state}
+        missing = sorted(t for t in named if t.casefold() not in have)
+        if not missing:
+            return
+        tables = ", ".join(repr(t) for t in missing)
+        has = ", ".join(repr(t) for t in sorted(trace.end_state)) or "no table"
+        noun = "table" if len(missing) == 1 else "tables"
+        raise EndStateError(f"{noun} {tables} not in this trace's end state (it has {has}): {ATTACH_HINT}")
 
 
 _SANDBOX = _Sandbox()
