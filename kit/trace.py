@@ -472,24 +472,39 @@ def iter_traces(path: str | Path) -> Iterator[Trace | KitInputError]:
     the place of each bad one. JSON Lines and a JSON list larger than `STREAM_BYTES` are read a trace at
     a time; anything else, or a file that is neither, is read whole."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-        f = p.open("rb")
-    except OSError as e:
-        yield KitInputError(f"cannot read trace file: {e.strerror}", file=str(p))
+    streamed = json_items(p)
+    if streamed is None:
+        traces, errors = read_traces(p)
+        yield from errors
+        yield from traces
         return
-    with f:
-        head = f.read(_CHUNK).lstrip()
-        f.seek(0)
-        if size > STREAM_BYTES and head[:1] == b"[":
-            yield from _stream_list(f, str(p))
-            return
-        if size > STREAM_BYTES and head[:1] == b"{" and _one_line_value(head):
-            yield from _stream_lines(f, str(p))
-            return
-    traces, errors = read_traces(p)
-    yield from errors
-    yield from traces
+    for item in streamed:
+        if isinstance(item, KitInputError):
+            yield item
+            continue
+        where, data = item
+        try:
+            yield parse_trace(data, file=where)
+        except KitInputError as e:
+            yield e
+
+
+def json_items(path: Path, *, size: int | None = None) -> Iterator[tuple[str, Any] | KitInputError] | None:
+    """The items of a JSON Lines file or of a JSON list, one at a time, as (where, decoded value), with an
+    error in the place of each bad one; None when the file is neither, is unreadable, or is not larger
+    than `size` bytes (default `STREAM_BYTES`): the caller then reads it whole."""
+    try:
+        if path.stat().st_size <= (STREAM_BYTES if size is None else size):
+            return None
+        with path.open("rb") as f:
+            head = f.read(_CHUNK).lstrip()
+    except OSError:
+        return None
+    if head[:1] == b"[":
+        return _stream_list(path)
+    if head[:1] == b"{" and _one_line_value(head):
+        return _stream_lines(path)
+    return None
 
 
 def _one_line_value(head: bytes) -> bool:
@@ -504,44 +519,53 @@ def _one_line_value(head: bytes) -> bool:
     return True
 
 
-def _stream_lines(f: BinaryIO, file: str) -> Iterator[Trace | KitInputError]:
-    """JSON Lines, one trace per line; the errors are worded as `_read_jsonl` words them."""
+def _stream_lines(path: Path) -> Iterator[tuple[str, Any] | KitInputError]:
+    """JSON Lines, one value per line; the errors are worded as `_read_jsonl` words them."""
+    file = str(path)
     offset = 0
-    for n, raw in enumerate(f, 1):  # a binary file splits at b"\n" only
-        start, offset = offset, offset + len(raw)
-        if not raw.strip():
-            continue
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield KitInputError(f"not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {start + e.start}", file=file)
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):  # a binary file splits at b"\n" only
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
                 continue
             try:
-                data = _json(line)
-            except json.JSONDecodeError as e:
-                yield KitInputError(f"malformed JSON on line {n}: {e.msg}", file=file)
-                continue
-            except ValueError as e:
-                yield KitInputError(f"line {n}: {e}", file=file)
-                continue
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    where = f"byte 0x{raw[e.start]:02x} at offset {start + e.start}"
+                    yield KitInputError(f"not UTF-8 text: {where}", file=file)
+                    continue
+                try:
+                    data = _json(line)
+                except json.JSONDecodeError as e:
+                    yield KitInputError(f"malformed JSON on line {n}: {e.msg}", file=file)
+                    continue
+                except ValueError as e:
+                    yield KitInputError(f"line {n}: {e}", file=file)
+                    continue
+            yield f"{file}:{n}", data
+
+
+def _stream_list(path: Path) -> Iterator[tuple[str, Any] | KitInputError]:
+    """A JSON list, one item at a time: each item is decoded from a window of the file that grows only
+    while the item is longer than the window."""
+    file = str(path)
+    with path.open("rb") as f:
         try:
-            yield parse_trace(data, file=f"{file}:{n}")
+            for i, data in enumerate(_list_values(f, file)):
+                yield f"{file}[{i}]", data
         except KitInputError as e:
             yield e
 
 
-def _stream_list(f: BinaryIO, file: str) -> Iterator[Trace | KitInputError]:
-    """A JSON list, one item at a time: each item is decoded from a window of the file that grows only
-    while the item is longer than the window."""
+def _list_values(f: BinaryIO, file: str) -> Iterator[Any]:
     decoder = json.JSONDecoder()
     reader = codecs.getincrementaldecoder("utf-8")()
     buf, pos, eof, done = "", 0, False, 0
-    i = 0
 
-    def more() -> bool:
+    def more() -> None:
         nonlocal buf, pos, eof, done
         chunk = f.read(_CHUNK)
         eof = not chunk
@@ -552,7 +576,6 @@ def _stream_list(f: BinaryIO, file: str) -> Iterator[Trace | KitInputError]:
             raise KitInputError(f"not UTF-8 text: {where}", file=file) from None
         done += len(chunk)
         buf, pos = buf[pos:] + text, 0
-        return not eof
 
     def skip(chars: str) -> str:
         """The next character that is not white space or one of `chars` (reading on as needed), or ""."""
@@ -560,37 +583,35 @@ def _stream_list(f: BinaryIO, file: str) -> Iterator[Trace | KitInputError]:
         while True:
             while pos < len(buf) and (buf[pos].isspace() or buf[pos] in chars):
                 pos += 1
-            if pos < len(buf) or not more():
-                return buf[pos] if pos < len(buf) else ""
+            if pos < len(buf):
+                return buf[pos]
+            if eof:
+                return ""
+            more()
 
-    try:
-        if skip("") != "[":
-            raise KitInputError("malformed JSON: expected a list", file=file)
-        pos += 1
+    if skip("") != "[":
+        raise KitInputError("malformed JSON: expected a list", file=file)
+    pos += 1
+    i = 0
+    while True:
+        c = skip(",")
+        if c == "]":
+            return
+        if c == "":
+            raise KitInputError("malformed JSON: the list is not closed", file=file)
         while True:
-            c = skip(",")
-            if c == "]":
-                return
-            if c == "":
-                raise KitInputError("malformed JSON: the list is not closed", file=file)
-            while True:
-                try:
-                    data, end = decoder.raw_decode(buf, pos)
-                    break
-                except json.JSONDecodeError as e:
-                    if eof:  # the whole rest of the file is in the window and still does not decode
-                        raise KitInputError(f"malformed JSON in item {i}: {e.msg}", file=file) from None
-                    more()  # the item may run on past the window
-                except RecursionError:
-                    raise KitInputError(f"item {i}: JSON nested too deeply", file=file) from None
-            pos = end
             try:
-                yield parse_trace(data, file=f"{file}[{i}]")
-            except KitInputError as e:
-                yield e
-            i += 1
-    except KitInputError as e:
-        yield e
+                data, end = decoder.raw_decode(buf, pos)
+                break
+            except json.JSONDecodeError as e:
+                if eof:  # the whole rest of the file is in the window and still does not decode
+                    raise KitInputError(f"malformed JSON in item {i}: {e.msg}", file=file) from None
+                more()  # the item may run on past the window
+            except RecursionError:
+                raise KitInputError(f"item {i}: JSON nested too deeply", file=file) from None
+        pos = end
+        yield data
+        i += 1
 
 
 def load_traces(path: str | Path) -> list[Trace]:

@@ -12,10 +12,12 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import IO
 
 from kit.errors import KitInputError
-from kit.importers import FORMATS, import_files
+from kit.importers import FORMATS, iter_import
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,51 +39,96 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     notes: list[str] = []
-    try:
-        traces = import_files(args.files, args.format, case_id=args.case_id, tool_error=args.tool_error, notes=notes)
-    except KitInputError as e:
-        print(f"kit import: {e}", file=sys.stderr)
-        return 2
-    for note in notes:
-        print(f"kit import: {'error' if args.strict else 'warning'}: {note}", file=sys.stderr)
-    if notes and args.strict:
-        print(f"kit import: --strict: {len(notes)} attribute(s) not read; nothing written", file=sys.stderr)
-        return 2
-    # Runs of one case from several files must not share an attempt number (the store keys on it).
-    seen: dict[str, set[int]] = {}
-    for n, t in enumerate(traces):
-        attempt = t.get("attempt")
-        if attempt is None:
-            attempt = 0
-        if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 0:
-            print(f"kit import: trace {n} (case {t['case_id']!r}): attempt must be a whole number", file=sys.stderr)
-            return 2
-        used = seen.setdefault(t["case_id"], set())
-        while attempt in used:
-            attempt += 1
-        t["attempt"] = attempt
-        used.add(attempt)
-    bare = sum(1 for t in traces if _no_content(t))
-    if bare:
-        print(
-            f"kit import: note: {bare} of {len(traces)} run(s) recorded model calls but no messages (content capture "
-            "off, or logged as OTLP log events: give the logs file too): no arguments or answer to check",
-            file=sys.stderr,
-        )
-    text = json.dumps(traces[0] if len(traces) == 1 else traces, indent=2, default=str)
+    out_dir = Path(args.output).parent if args.output else None
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    # Each trace is written as it is made, to a temporary file beside the output: memory does not grow
+    # with the runs, and bad input anywhere leaves nothing written.
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out_dir, suffix=".part", delete=False) as tmp:
+        try:
+            code, count = _write_all(args, notes, tmp)
+        except BaseException:
+            tmp.close()
+            Path(tmp.name).unlink(missing_ok=True)
+            raise
+    part = Path(tmp.name)
+    if code != 0:
+        part.unlink(missing_ok=True)
+        return code
     if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
-        print(f"kit import: {len(traces)} trace(s) written to {args.output}", file=sys.stderr)
+        part.replace(args.output)
+        print(f"kit import: {count} trace(s) written to {args.output}", file=sys.stderr)
         return 0
     try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        with part.open("rb") as f:
+            sys.stdout.flush()
+            out = getattr(sys.stdout, "buffer", None)
+            while chunk := f.read(1 << 20):
+                if out is None:  # a text-only stdout (redirected in process)
+                    sys.stdout.write(chunk.decode())
+                else:
+                    out.write(chunk)
+            (out or sys.stdout).flush()
     except BrokenPipeError:
         # `kit import FILE | head`: the reader has what it wanted. Point stdout at /dev/null so the
         # interpreter's final flush does not complain either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    finally:
+        part.unlink(missing_ok=True)
     return 0
+
+
+def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tuple[int, int]:
+    """(exit code, traces written): every trace converted and written to `out`, as one JSON object for one
+    trace and a JSON list for several (the bytes of json.dumps(..., indent=2) of the whole)."""
+    # Runs of one case from several files must not share an attempt number (the store keys on it).
+    seen: dict[str, set[int]] = {}
+    held: str | None = None  # the first trace, until a second one says the output is a list
+    n = bare = 0
+    try:
+        for t in iter_import(args.files, args.format, case_id=args.case_id, tool_error=args.tool_error, notes=notes):
+            attempt = t.get("attempt")
+            if attempt is None:
+                attempt = 0
+            if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 0:
+                print(f"kit import: trace {n} (case {t['case_id']!r}): attempt must be a whole number", file=sys.stderr)
+                return 2, 0
+            used = seen.setdefault(t["case_id"], set())
+            while attempt in used:
+                attempt += 1
+            t["attempt"] = attempt
+            used.add(attempt)
+            bare += _no_content(t)
+            text = json.dumps(t, indent=2, default=str)
+            if n == 0:
+                held = text
+            else:
+                if n == 1:
+                    out.write("[\n" + _indented(held or ""))
+                out.write(",\n" + _indented(text))
+            n += 1
+    except KitInputError as e:
+        print(f"kit import: {e}", file=sys.stderr)
+        return 2, 0
+    for note in notes:
+        print(f"kit import: {'error' if args.strict else 'warning'}: {note}", file=sys.stderr)
+    if notes and args.strict:
+        print(f"kit import: --strict: {len(notes)} attribute(s) not read; nothing written", file=sys.stderr)
+        return 2, 0
+    out.write((held if n == 1 else "[]" if n == 0 else "\n]") + "\n")
+    if bare:
+        print(
+            f"kit import: note: {bare} of {n} run(s) recorded model calls but no messages (content capture "
+            "off, or logged as OTLP log events: give the logs file too): no arguments or answer to check",
+            file=sys.stderr,
+        )
+    return 0, n
+
+
+def _indented(text: str) -> str:
+    """An item of a list as json.dumps(indent=2) writes it: every line two spaces in (JSON text has no raw
+    newline inside a string)."""
+    return "  " + text.replace("\n", "\n  ")
 
 
 def _no_content(trace: dict) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,66 @@ def mark_tool_errors(traces: list[dict[str, Any]], pattern: str) -> None:
                 s["error"] = out
 
 
+def _whole_run(item: Any) -> bool:
+    """Whether one item of a list (or line of JSON Lines) is a whole run on its own: a conversation object,
+    a tau-bench record or a kit trace (OTLP batches and single messages are parts of runs)."""
+    if not isinstance(item, dict) or is_otlp_any(item):
+        return False
+    return (
+        isinstance(item.get("messages"), list)
+        or isinstance(item.get("traj"), list)
+        or ("case_id" in item and isinstance(item.get("spans"), list))
+    )
+
+
+def is_otlp_any(data: Any) -> bool:
+    from kit.importers.otlp import is_otlp, is_otlp_logs
+
+    return is_otlp(data) or is_otlp_logs(data)
+
+
+def iter_import(
+    paths: list[str | Path],
+    fmt: str | None = None,
+    *,
+    case_id: str | None = None,
+    tool_error: str | None = None,
+    notes: list[str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The traces of `import_files`, each as soon as it is made: a large file that is a list (or JSON Lines)
+    of whole runs is converted a run at a time, so memory does not grow with it. Other files (OTLP, whose
+    runs may be spread over the whole file, and small files) are read whole, together, where the first of
+    them stands. Raises KitInputError at the first bad input."""
+    from itertools import chain
+
+    from kit.trace import json_items
+
+    whole = []
+    streams: dict[str, Iterator[Any]] = {}
+    for path in paths:
+        items = json_items(Path(path))
+        first = next(items, None) if items is not None else None
+        if items is not None and first is not None and not isinstance(first, KitInputError) and _whole_run(first[1]):
+            streams[str(path)] = chain([first], items)
+        else:
+            whole.append(path)
+    done_whole = False
+    for path in paths:
+        stream = streams.get(str(path))
+        if stream is None:
+            if not done_whole:
+                done_whole = True
+                yield from import_files(whole, fmt, case_id=case_id, tool_error=tool_error, notes=notes)
+            continue
+        for item in stream:
+            if isinstance(item, KitInputError):
+                raise item
+            where, data = item
+            # A kit trace keeps its own case id unless one is given; a conversation without one takes the file's.
+            cid = case_id if (fmt or detect(data)) == "trace" else case_id or Path(path).stem
+            yield from convert(data, fmt, case_id=cid, file=where, tool_error=tool_error, notes=notes)
+
+
 def read_json(path: str | Path) -> Any:
     """Decoded JSON from a file: one document, or JSON Lines (a list of the lines' values)."""
     p = Path(path)
@@ -179,7 +240,9 @@ def read_json(path: str | Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
+        # Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and others, which JSON
+        # strings may hold unescaped.
+        lines = [ln for ln in text.split("\n") if ln.strip()]
         if len(lines) > 1 and lines[0].lstrip().startswith(("{", "[")):
             out = []
             for n, line in enumerate(lines, 1):
