@@ -68,14 +68,22 @@ def _tags(args: argparse.Namespace) -> dict[str, list[str]]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from kit.errors import KitInputError
     from kit.report import compare_view, html, text
     from kit.report import page_data as pd
     from kit.report.data import gather
+    from kit.report.gate import load_policy
+    from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
 
     if args.k < 1:
         print("kit report: --k must be at least 1", file=sys.stderr)
+        return 2
+    try:  # the side by side's verdicts are the gate's: its alpha
+        alpha = load_policy(load_settings().gates).baseline.alpha if args.html or args.md or args.compare else 0.05
+    except KitInputError as e:
+        print(f"kit report: {e}", file=sys.stderr)
         return 2
     store = open_store(args.store)
     if not store.path.exists() and not store.spool.exists():
@@ -87,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
         with store.connect() as con:
             if args.html or args.md or args.compare:
                 run_ids, pair = _choose(con, args)
-                side = pd.side_by_side(con, *pair, k=args.k) if pair else None
+                side = pd.side_by_side(con, *pair, k=args.k, alpha=alpha) if pair else None
             if args.html:
                 page = html.render(html.gather(con, run_ids, k=args.k, side=side, tags=tags, recent=args.recent))
             if args.compare:

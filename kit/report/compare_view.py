@@ -1,11 +1,14 @@
-"""Two runs side by side, as an HTML section of the page and as Markdown for a pull-request comment:
-the same figures in both (pass rate, pass^k, flips with the checks that changed, cost and latency)."""
+"""Two runs side by side, as an HTML section of the page, as Markdown for a pull-request comment and as
+the text `kit compare` prints: the same figures in all three (pass rate, pass^k with its interval, per case
+the fractions with their Wilson 95% intervals, the p-value and verdict of the change, flaky cases by name,
+the smallest drop the runs can detect, flips with the checks that changed, cost and latency)."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
+from kit.aggregate import VERDICTS, CaseChange, Evidence, Side
 from kit.report.page_data import CaseDelta, CaseSide, SideBySide
 
 
@@ -42,9 +45,12 @@ def summary_rows(s: SideBySide) -> list[tuple[str, str, str, str]]:
          _delta(ra["pass_rate"], rb["pass_rate"], "{:.1%}")),
     ]  # fmt: skip
     pa, pb = s.suite_pass_hat_k
+    ia = {h.k: h.interval for h in s.evidence.suite_before}
+    ib = {h.k: h.interval for h in s.evidence.suite_after}
     for k in sorted(set(pa) | set(pb)):
         if k in (1, s.k) or k == max(set(pa) | set(pb)):
-            rows.append((f"pass^{k}", _f(pa.get(k)), _f(pb.get(k)), _delta(pa.get(k), pb.get(k), "{:.2f}")))
+            a, b = pa.get(k), pb.get(k)
+            rows.append((f"pass^{k}", _hat(a, ia.get(k)), _hat(b, ib.get(k)), _delta(a, b, "{:.2f}")))
     ca = _mean([d.a for d in s.cases], "cost_usd")
     cb = _mean([d.b for d in s.cases], "cost_usd")
     la = _mean([d.a for d in s.cases], "latency_ms")
@@ -55,7 +61,31 @@ def summary_rows(s: SideBySide) -> list[tuple[str, str, str, str]]:
         ("pass→fail", "", str(sum(1 for d in s.cases if d.flip == "pass→fail")), ""),
         ("fail→pass", "", str(sum(1 for d in s.cases if d.flip == "fail→pass")), ""),
     ]
+    plural = {"regression": "regressions", "improvement": "improvements", "noise": "noise", "unchanged": "unchanged"}
+    rows += [(plural[v], "", str(len(s.evidence.by_verdict(v))), "") for v in VERDICTS]
     return rows
+
+
+def _hat(value: float | None, interval: tuple[float, float] | None) -> str:
+    """A suite's pass^k with its 95% interval, where the attempts allow one."""
+    if value is None:
+        return "-"
+    return f"{value:.2f}" + (f" ({interval[0]:.2f}-{interval[1]:.2f})" if interval else "")
+
+
+def interval(side: Side | None) -> str:
+    if side is None:
+        return "-"
+    lo, hi = side.interval
+    return f"{lo:.2f}-{hi:.2f}"
+
+
+def p_text(p: float | None) -> str:
+    return "-" if p is None else (f"{p:.2g}" if p < 0.01 else f"{p:.2f}")
+
+
+def changes(s: SideBySide) -> dict[str, CaseChange]:
+    return {c.case_id: c for c in s.evidence.changes}
 
 
 def _side_cells(side: CaseSide | None) -> tuple[str, str]:
@@ -64,7 +94,8 @@ def _side_cells(side: CaseSide | None) -> tuple[str, str]:
     return f"{side.c}/{side.n}", f"{side.fraction:.2f}"
 
 
-def case_cells(d: CaseDelta, k: int) -> list[str]:
+def case_cells(d: CaseDelta, k: int, change: CaseChange | None = None) -> list[str]:
+    """A case's row under `headers(k)`; `change`: its verdict from the evidence (none: not in both runs)."""
     from kit.aggregate import pass_hat_k
 
     def phk(side: CaseSide | None) -> str:
@@ -81,16 +112,63 @@ def case_cells(d: CaseDelta, k: int) -> list[str]:
     )
     cost = _delta(d.a.cost_usd if d.a else None, d.b.cost_usd if d.b else None, "{:.4f}")
     lat = _delta(d.a.latency_ms if d.a else None, d.b.latency_ms if d.b else None, "{:.0f}")
-    return [d.case_id, ca, fa, phk(d.a), cb, fb, phk(d.b), d.flip or "", checks, cost, lat]
+    ia = interval(Side(d.a.c, d.a.n)) if d.a else "-"
+    ib = interval(Side(d.b.c, d.b.n)) if d.b else "-"
+    p = p_text(change.p_value) if change else "-"
+    verdict = change.verdict if change else ("new" if d.a is None else "gone")
+    return [d.case_id, ca, fa, ia, phk(d.a), cb, fb, ib, phk(d.b), p, verdict, d.flip or "", checks, cost, lat]
 
 
 def headers(k: int) -> list[str]:
-    return ["case", "A passed", "A frac", f"A pass^{k}", "B passed", "B frac", f"B pass^{k}", "flip",
-            "checks that changed", "Δ cost", "Δ latency ms"]  # fmt: skip
+    return ["case", "A passed", "A frac", "A 95%", f"A pass^{k}", "B passed", "B frac", "B 95%", f"B pass^{k}",
+            "p", "verdict", "flip", "checks that changed", "Δ cost", "Δ latency ms"]  # fmt: skip
+
+
+_TEXT_COLUMNS = {"case", "verdict", "flip", "checks that changed"}
 
 
 def changed(s: SideBySide) -> list[CaseDelta]:
     return [d for d in s.cases if d.flip or d.new_failing or d.fixed or _moved(d)]
+
+
+def flaky_line(cases: tuple[tuple[str, Side], ...]) -> str:
+    """Flaky cases (0 < fraction < 1) by name with their fraction, the least reliable first."""
+    ranked = sorted(cases, key=lambda c: (c[1].fraction, c[0]))
+    return ", ".join(f"{cid} {side.passed}/{side.attempts} ({side.fraction:.2f})" for cid, side in ranked) or "none"
+
+
+def verdict_title(ev: Evidence) -> str:
+    m = len(ev.changes)
+    return (
+        f"Changes told from chance: one-sided Fisher exact on passes/attempts, Holm over the {m} case"
+        f"{'s' if m != 1 else ''} in both runs, alpha {ev.alpha:g}"
+    )
+
+
+def verdict_lines(ev: Evidence) -> list[str]:
+    """Each regression and improvement, then the noise, each with both fractions, intervals and p."""
+    out = []
+    for v in ("regression", "improvement", "noise"):
+        for c in ev.by_verdict(v):
+            out.append(f"{v}: {c.case_id} {c.before.text()} → {c.after.text()}, p = {p_text(c.p_value)}")
+    unchanged = len(ev.by_verdict("unchanged"))
+    if unchanged:
+        out.append(f"unchanged: {unchanged} case{'s' if unchanged != 1 else ''}")
+    return out
+
+
+def evidence_text(ev: Evidence, k: int) -> str:
+    """`kit compare`'s evidence block: the same things the page and the PR comment show."""
+    out = [verdict_title(ev) + ":"]
+    out += [f"  {line}" for line in verdict_lines(ev)] or ["  (no case in both runs)"]
+    out.append(f"flaky in A: {flaky_line(ev.flaky_before)}")
+    out.append(f"flaky in B: {flaky_line(ev.flaky_after)}")
+    for label, suite in (("A", ev.suite_before), ("B", ev.suite_after)):
+        shown = [h for h in suite if h.k in (1, k)]
+        if shown:
+            out.append(f"suite {label}: " + ", ".join(h.text() for h in shown))
+    out += list(ev.detectable)
+    return "\n".join(out)
 
 
 def _moved(d: CaseDelta) -> bool:
@@ -105,19 +183,35 @@ def html(s: SideBySide) -> str:
         for m, a, b, c in summary_rows(s)
     )
     body = []
+    by_case = changes(s)
+    numeric = [h not in _TEXT_COLUMNS for h in headers(s.k)]
     for d in s.cases:
-        cells = case_cells(d, s.k)
+        change = by_case.get(d.case_id)
+        cells = case_cells(d, s.k, change)
         cls = {"pass→fail": "flip down", "fail→pass": "flip up"}.get(d.flip or "", "same" if not _moved(d) else "")
+        verdict = f" v-{change.verdict}" if change else ""
         body.append(
-            f'<tr class="{cls}" data-case="{escape(d.case_id, quote=True)}">'
-            + "".join(f'<td class="{"n" if 0 < i < 7 or i > 8 else ""}">{escape(c)}</td>' for i, c in enumerate(cells))
+            f'<tr class="{cls}{verdict}" data-case="{escape(d.case_id, quote=True)}">'
+            + "".join(f'<td class="{"n" if n else ""}">{escape(c)}</td>' for n, c in zip(numeric, cells, strict=True))
             + "</tr>"
         )
     head = "".join(f"<th>{escape(h)}</th>" for h in headers(s.k))
     same = len(s.cases) - len(changed(s))
+    ev = s.evidence
+    verdicts = "".join(
+        f'<li class="v-{escape(line.split(":", 1)[0])}">{escape(line)}</li>' for line in verdict_lines(ev)
+    )
+    detect = "".join(f'<p class="note detect">{escape(line)}</p>' for line in ev.detectable)
     return f"""<section id="compare"><h2>Side by side</h2>
 <p class="meta"><b>A</b> {escape(_run_line(s.a))}<br><b>B</b> {escape(_run_line(s.b))}</p>{notes}
 <table class="summary"><tr><th></th><th>A</th><th>B</th><th>change</th></tr>{summary}</table>
+<h3>Verdicts</h3>
+<p class="meta">{escape(verdict_title(ev))}. A change that is not significant is noise: listed, never failed.
+Fractions carry their Wilson 95% interval; pass^k its 95% interval.</p>
+<ul class="verdicts" id="verdicts">{verdicts or '<li class="none">No case in both runs.</li>'}</ul>{detect}
+<h3>Flaky cases</h3>
+<p class="flaky" id="flaky-a"><b>A</b> {escape(flaky_line(ev.flaky_before))}</p>
+<p class="flaky" id="flaky-b"><b>B</b> {escape(flaky_line(ev.flaky_after))}</p>
 <h3>Flips ({len(s.flips)})</h3>
 {_flip_list(s)}
 <h3>Every case ({len(s.cases)}; {same} unchanged)</h3>
@@ -131,11 +225,12 @@ def _flip_list(s: SideBySide) -> str:
         return '<p class="none">No case flipped between A and B.</p>'
     items = []
     for d in s.flips:
-        cells = case_cells(d, s.k)
+        cells = dict(zip(headers(s.k), case_cells(d, s.k), strict=True))
+        why = cells["checks that changed"]
         items.append(
             f'<li class="{"down" if d.flip == "pass→fail" else "up"}"><b>{escape(d.case_id)}</b> '
-            f"{escape(d.flip or '')} ({escape(cells[2])} → {escape(cells[5])})"
-            f"{': ' + escape(cells[8]) if cells[8] else ''}</li>"
+            f"{escape(d.flip or '')} ({escape(cells['A frac'])} → {escape(cells['B frac'])})"
+            f"{': ' + escape(why) if why else ''}</li>"
         )
     return f'<ul class="flips" id="flips">{"".join(items)}</ul>'
 
@@ -161,11 +256,17 @@ def markdown(s: SideBySide, *, title: str = "Evals: side by side", max_rows: int
     out += ["", "| | A | B | change |", "|---|---:|---:|---:|"]
     out += [f"| {_md(m)} | {_md(a)} | {_md(b)} | {_md(c)} |" for m, a, b, c in summary_rows(s)]
     rows = changed(s)
+    ev = s.evidence
+    out += ["", f"**{_md(verdict_title(ev))}**", ""]
+    out += [f"- {_md(line)}" for line in verdict_lines(ev)] or ["- no case in both runs"]
+    out += ["", f"Flaky in A: {_md(flaky_line(ev.flaky_before))}  ", f"Flaky in B: {_md(flaky_line(ev.flaky_after))}"]
+    out += ["", *(f"_{_md(line)}_" for line in ev.detectable)]
     out += ["", f"**{len(s.flips)} flips**, {len(rows)} cases changed of {len(s.cases)}.", ""]
     if rows:
+        by_case = changes(s)
         out += ["| " + " | ".join(_md(h) for h in headers(s.k)) + " |", "|" + "---|" * len(headers(s.k))]
         for d in rows[:max_rows]:
-            out.append("| " + " | ".join(_md(c) for c in case_cells(d, s.k)) + " |")
+            out.append("| " + " | ".join(_md(c) for c in case_cells(d, s.k, by_case.get(d.case_id))) + " |")
         if len(rows) > max_rows:
             out.append(f"\n… and {len(rows) - max_rows} more changed cases (see the HTML report).")
     return "\n".join(out) + "\n"

@@ -53,6 +53,9 @@ svg text{font:12px system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-
 ul.flips li.down{color:#c62828} ul.flips li.up{color:#2e7d32} ul.flips b{color:#222}
 table.cmp tr.flip.down td:first-child{border-left:3px solid #c62828} table.cmp tr.flip.up td:first-child{border-left:3px solid #2e7d32}
 table.cmp.changed-only tr.same{display:none} label.inline{font-size:13px}
+ul.verdicts{margin:4px 0 8px;padding-left:20px;font-size:13px} ul.verdicts li.v-regression{color:#c62828;font-weight:600}
+ul.verdicts li.v-improvement{color:#2e7d32} ul.verdicts li.v-noise,ul.verdicts li.v-unchanged{color:#555}
+table.cmp tr.v-regression td{background:#fdecea} table.cmp tr.v-improvement td{background:#e8f5e9} p.flaky{margin:2px 0;font-size:13px}
 """
 
 JS = r"""

@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from kit.aggregate import Evidence, evidence
 from kit.store import queries as q
 
 # Runs of other sources recorded this close to the chosen run belong to the same `make evals`.
@@ -168,6 +169,7 @@ class SideBySide:
     cases: list[CaseDelta]
     suite_pass_hat_k: tuple[dict[int, float], dict[int, float]]
     notes: list[str]
+    evidence: Evidence  # each case's change told from chance, flaky cases, pass^k intervals (kit.aggregate)
 
     @property
     def flips(self) -> list[CaseDelta]:
@@ -192,9 +194,10 @@ def _sides(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, CaseSide]:
     return sides
 
 
-def side_by_side(con: duckdb.DuckDBPyConnection, a: str, b: str, k: int = 2) -> SideBySide:
+def side_by_side(con: duckdb.DuckDBPyConnection, a: str, b: str, k: int = 2, alpha: float = 0.05) -> SideBySide:
     """Run A against run B, case by case: a case passes a run when every attempt passed (as in
-    kit.store.queries.compare); a flip names the hard checks that changed."""
+    kit.store.queries.compare); a flip names the hard checks that changed; `evidence` says which changes
+    chance does not explain at `alpha` (gates.yaml's baseline.alpha), as the gate decides them."""
     info = {r["run_id"]: r for r in runs_info(con, [a, b])}
     sa, sb = _sides(con, a), _sides(con, b)
     cases = []
@@ -221,7 +224,8 @@ def side_by_side(con: duckdb.DuckDBPyConnection, a: str, b: str, k: int = 2) -> 
             f"The case sets differ: {common} cases in both, {len(sa.keys() - sb.keys())} only in A, "
             f"{len(sb.keys() - sa.keys())} only in B; flips are counted over the common cases only."
         )
-    return SideBySide(ra, rb, k, cases, (q.suite_pass_hat_k(con, a), q.suite_pass_hat_k(con, b)), notes)
+    ev = evidence(q.case_counts(con, a), q.case_counts(con, b), alpha, ks=(1, k))
+    return SideBySide(ra, rb, k, cases, (q.suite_pass_hat_k(con, a), q.suite_pass_hat_k(con, b)), notes, ev)
 
 
 def _move(d: CaseDelta) -> float:
