@@ -18,7 +18,15 @@ from kit.frozen import freeze
 from kit.trace import read_text
 
 # Files and folders under a golden folder that are not case files.
-NOT_CASE_FILES = {"invariants.yaml", "invariants.yml", "rubrics.yaml", "rubrics.yml", "gates.yaml"}
+NOT_CASE_FILES = {
+    "invariants.yaml",
+    "invariants.yml",
+    "rubrics.yaml",
+    "rubrics.yml",
+    "gates.yaml",
+    "labels.yaml",  # answers a person labelled, for `kit calibrate`
+    "labels.yml",
+}
 NOT_CASE_DIRS = {"fixtures", "cassettes", "traces", "schemas"}
 
 Turn = int | Literal["last"]
