@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -119,6 +120,58 @@ def judge_config(source: Mapping[str, str] | Settings | None = None) -> JudgeCon
     except ValidationError as exc:
         field, msg, _ = first_error(exc)
         raise KitInputError(f"judge setting {field or 'judge'}: {msg}", file=where) from None
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One call to the judge behind a rubric verdict, as the store's `judge_calls` keeps it: what was asked,
+    the raw answer, which model answered, what it cost (tokens and cost as the endpoint reported them, None
+    when it did not), and which of the verdict's K samples it was. A call that drafted evaluation steps has
+    no outcome; a call that failed has `error`."""
+
+    prompt: str | None
+    raw_answer: str | None
+    judge_model: str | None
+    sample: int = 0
+    outcome: str | None = None  # pass | fail | error, None for a call that gave no verdict (drafted steps)
+    score: float | None = None
+    reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_ms: float | None = None
+    error: str | None = None
+
+
+def usage_of(usage: Mapping[str, Any] | None) -> tuple[int | None, int | None, float | None]:
+    """(prompt tokens, completion tokens, cost in USD) from a chat completion's `usage`. The cost is there
+    only where the endpoint reports it (OpenRouter and LiteLLM's proxy put it in `usage.cost`)."""
+    if not usage:
+        return None, None, None
+
+    def number(key: str, kind: type) -> Any:
+        value = usage.get(key)
+        return kind(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    return number("prompt_tokens", int), number("completion_tokens", int), number("cost", float)
+
+
+def majority(outcomes: Sequence[str]) -> str:
+    """The verdict of K judge samples: `pass` when more than half passed, else `fail`; any `error` among
+    them makes the verdict an error (a majority of K needs K verdicts). K is odd, so there is no tie."""
+    if not outcomes:
+        raise ValueError("no judge samples to take a majority of")
+    if "error" in outcomes:
+        return "error"
+    return "pass" if sum(o == "pass" for o in outcomes) * 2 > len(outcomes) else "fail"
+
+
+def judge_samples(gates: Path | None = None) -> int:
+    """How many judge samples make one soft-gate verdict: gates.yaml's `judge.samples` (default 1). The
+    gate policy file is the settings' `gates` unless given."""
+    from kit.report.gate import load_policy  # the policy module reads the store's queries: loaded on use
+
+    return load_policy(gates if gates is not None else load_settings().gates).judge.samples
 
 
 def rubric_hash(text: str | Mapping[str, Any]) -> str:
