@@ -7,7 +7,9 @@ shares one CaseLog instead (it is a constructor argument, so the copies share it
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +43,12 @@ class CaseLog:
     soft: dict[str, SoftVerdict] = field(default_factory=dict)
     error: str | None = None
     skipped: str | None = None  # the run could not take place (no user model for a simulated user)
+    recorded: bool = False  # stored already (deepeval_metrics.pytest_plugin stores each log once)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if _COLLECTING:
+            _COLLECTING[-1].append(self)
 
     def add_hard(self, indices: tuple[int, ...], results: tuple[Result, ...]) -> None:
         with self._lock:
@@ -63,3 +70,19 @@ class CaseLog:
         ordered = tuple(self.hard[i] for i in range(len(checks)) if i in self.hard)
         totals: dict[str, Any] = dict(getattr(self.trace, "totals", None) or {})
         return CaseRun(self.case.id, self.attempt, ordered, run_id=run_id, error=error, metrics=totals)
+
+
+# The logs made while a test runs, for the pytest plugin to store when it ends (deepeval_metrics.pytest_plugin):
+# a test file that makes its CaseLogs through the public API needs no store code of its own.
+_COLLECTING: list[list[CaseLog]] = []
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[list[CaseLog]]:
+    """Every CaseLog created inside the block, in order."""
+    logs: list[CaseLog] = []
+    _COLLECTING.append(logs)
+    try:
+        yield logs
+    finally:
+        _COLLECTING.remove(logs)

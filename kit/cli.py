@@ -13,6 +13,7 @@ import sys
 from kit.errors import KitInputError
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "set a repository up for the kit: configs, providers, tests/evals, [tool.kit], make evals"),
     "check": ("check", "evaluate traces against golden cases (exit 0 pass, 1 fail, 2 bad input)"),
     "lint": ("lint", "validate golden case files without running anything"),
     "run": ("run", "run the golden cases on an agent N times and evaluate every run"),

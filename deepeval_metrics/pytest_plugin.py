@@ -1,0 +1,127 @@
+"""The kit's DeepEval session for a test folder of your own: import it in that folder's conftest.py
+(`kit init` writes `from deepeval_metrics.pytest_plugin import *`).
+
+- DeepEval stays offline (telemetry, update check, uploads off) and its per-test cache rewrites are pinned
+  off (deepeval_metrics/deepeval_io.py says why);
+- one store run per `deepeval test run` (source `deepeval`, the settings' agent; xdist workers join it);
+- every CaseLog a test makes (deepeval_metrics.run_agent, replay) is stored when the test ends, whatever its
+  outcome: a test file written with the public API needs no store code;
+- the soft-gate floors of the settings' gates file are checked at the end;
+- the run is finished from DeepEval's end-of-run hook, or at session end under plain pytest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from deepeval_metrics.offline import quiet_offline
+
+# Under `deepeval test run` DeepEval is imported (and has read .env) before this runs: its telemetry is
+# off only when the environment (the .env `kit init` writes) said so from the start.
+_TELEMETRY_WAS_ON = (os.environ.get("DEEPEVAL_TELEMETRY_OPT_OUT") or "").strip().lower() not in ("1", "true", "yes")
+quiet_offline()
+
+import deepeval  # noqa: E402
+from deepeval.utils import get_is_running_deepeval  # noqa: E402
+
+from deepeval_metrics import caselog  # noqa: E402
+from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
+from deepeval_metrics.session import EvalSession  # noqa: E402
+from kit.judge import judge_config  # noqa: E402
+from kit.report.gate import load_policy  # noqa: E402
+from kit.runner.agents import configured_agent  # noqa: E402
+from kit.settings import load_settings  # noqa: E402
+
+__all__ = [
+    "kit_session",
+    "pytest_configure",
+    "pytest_report_header",
+    "pytest_runtest_call",
+    "pytest_sessionfinish",
+]
+
+_SESSION: EvalSession | None = None
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _SESSION
+    if _TELEMETRY_WAS_ON:
+        from deepeval.telemetry.client import NoopBackend, set_backend
+
+        set_backend(NoopBackend())
+    distributed = _is_worker(config) or getattr(config.option, "dist", "no") not in (None, "no")
+    pin_deepeval_io(distributed=distributed)
+    settings = load_settings()
+    judge = judge_config()
+    _SESSION = EvalSession.begin(
+        "deepeval",
+        worker=_is_worker(config),
+        agent=configured_agent(settings).name,
+        model=settings.agent_model,
+        meta={
+            "judge": judge.describe() if judge else None,
+            "deepeval": deepeval.__version__,
+            "runner": "deepeval test run" if get_is_running_deepeval() else "pytest",
+        },
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if _SESSION is None:
+        return []
+    return [f"kit: run {_SESSION.run_id} -> {_SESSION.store.path}"]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
+    """Store the runs the test made, after it passed, failed or was skipped."""
+    with caselog.collecting() as logs:
+        try:
+            return (yield)
+        finally:
+            if _SESSION is not None:
+                for log in logs:
+                    if not log.recorded:
+                        _SESSION.record(log)
+                        log.recorded = True
+
+
+@pytest.fixture(scope="session")
+def kit_session() -> EvalSession:
+    """The store run of this session (to record a CaseLog made outside a test: `kit_session.record(log)`)."""
+    assert _SESSION is not None
+    return _SESSION
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _SESSION is None or _is_worker(session.config):
+        return
+    gates = load_settings().gates
+    try:
+        floors = _SESSION.floors(load_policy(gates)) if gates.exists() else []
+    except Exception as exc:  # the hard-gate verdict must still stand if the store cannot be read
+        print(f"\nkit: could not read soft gates from {_SESSION.store.path}: {exc}")
+        floors = []
+    for f in floors:
+        print(f"kit soft gate: {f.line()}")
+    if any(f.below_floor for f in floors) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if not get_is_running_deepeval():
+        _SESSION.finish()
+        print(f"kit: run {_SESSION.run_id} stored in {_SESSION.store.path}")
+
+
+@deepeval.on_test_run_end
+def _finish_kit_run() -> None:
+    """`deepeval test run` calls this once, after its own wrap-up: the store run is complete."""
+    if _SESSION is not None and _SESSION.owner:
+        _SESSION.finish()
+        print(f"kit: run {_SESSION.run_id} stored in {_SESSION.store.path}")

@@ -1,0 +1,1 @@
+"""What `kit init` writes into a repository (kit/commands/init.py): the files, as package data."""
