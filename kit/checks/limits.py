@@ -168,3 +168,41 @@ class watched_query:  # a context manager, named like one
         with _WATCH.sql_lock:
             _WATCH.sql = None
             self.interrupted = _WATCH.sql_interrupted
+
+
+# --- budgets: only on figures that were measured -----------------------------------------------------
+
+
+class NotRecorded(ValueError):
+    """A budget on a figure the trace does not carry: an error, never a pass on a zero nobody measured."""
+
+
+def measured(trace: Any, key: str) -> float:
+    """The trace's total of a budget figure (`trace.totals[key]`), or NotRecorded when the trace carries
+    none: tokens when no span gives tokens_in or tokens_out, cost when no span gives cost_usd (a zero
+    given is a figure: a model that costs nothing), latency when neither the trace nor a span gives one
+    (the kit's runner gives every trace it runs its measured wall time). Steps and tool calls are counts
+    of the spans, always known."""
+    spans = trace.spans
+    if key == "tokens":
+        known = any(_given(s, "tokens_in") or _given(s, "tokens_out") for s in spans)
+        what = "tokens not recorded: no span gives tokens_in or tokens_out"
+    elif key == "cost_usd":
+        known = any(_given(s, "cost_usd") for s in spans)
+        what = "cost_usd not recorded: no span gives a cost_usd"
+    elif key == "latency_ms":
+        known = trace.latency_ms is not None or any(s.latency_ms is not None for s in spans)
+        what = "latency_ms not recorded: neither the trace nor a span gives a latency_ms"
+    else:
+        known, what = True, ""
+    if not known:
+        raise NotRecorded(what + f", so a budget on {key} cannot be checked")
+    return float(trace.totals[key])
+
+
+def _given(span: Any, field: str) -> bool:
+    """The span's data gave this field. A span read field by field holds only what was given; one that
+    needed normalising holds every field, defaults included: there a zero counts as given only on an
+    `llm` span, where a figure belongs."""
+    found = vars(span).get(field)
+    return found is not None and (found != 0 or span.kind == "llm")

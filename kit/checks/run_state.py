@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kit.checks.limits import NotRecorded, measured
 from kit.checks.registry import check
 from kit.result import Verdict
 
@@ -45,17 +46,22 @@ def budget(
         "cost_usd": cost_usd,
         "latency_ms": latency_ms,
     }
-    totals = trace.totals
-    over, within = [], []
+    over, within, missing = [], [], []
     for key, limit in limits.items():
         if limit is None:
             continue
-        got = totals[key]
+        try:
+            got = measured(trace, key)
+        except NotRecorded as e:
+            missing.append(str(e))
+            continue
         text = f"{key} {got:g}"
         if got > limit:
             over.append(f"{text}, at most {limit:g} allowed")
         else:
             within.append(f"{text} <= {limit:g}")
     if over:
-        return Verdict(False, "; ".join(over))
+        return Verdict(False, "; ".join(over + missing))
+    if missing:  # nothing over, but a limit could not be checked: an error, never a pass
+        raise NotRecorded("; ".join(missing))
     return Verdict(True, "; ".join(within))
