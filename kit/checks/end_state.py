@@ -81,14 +81,11 @@ class _Sandbox:
         self.tables: dict[str, bytes] = {}  # loaded table -> content key of its rows
 
     def _connect(self) -> Any:
-        import duckdb
+        from kit import duck
 
-        con = duckdb.connect(
-            ":memory:",
+        con = duck.connect(
             config={
                 "enable_external_access": False,
-                "autoinstall_known_extensions": False,
-                "autoload_known_extensions": False,
                 "allow_persistent_secrets": False,
                 "temp_directory": "",
                 # A runaway query (a huge cross join, an unbounded recursive CTE) fails, not the machine.

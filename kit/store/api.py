@@ -15,12 +15,13 @@ from typing import Any, Literal
 
 import duckdb
 
+from kit import duck
 from kit.result import CaseRun
 from kit.store import lock
 from kit.store.lock import StoreError
 from kit.store.merge import merge_spools
 from kit.store.rows import KEY, Gate, case_rows
-from kit.store.schema import migrate
+from kit.store.schema import NewerSchemaError, migrate
 from kit.store.spool import SpoolWriter, process_identity, spool_dir
 from kit.store.values import normalise_event, timestamp
 
@@ -255,6 +256,8 @@ class Store:
             try:
                 try:
                     migrate(con)
+                except NewerSchemaError as e:
+                    raise NewerSchemaError(e.found, file=str(self.path)) from None
                 except duckdb.Error as e:
                     raise StoreError(f"not a kit store: {_first_line(e)}", file=str(self.path)) from None
                 if merge:
@@ -274,13 +277,15 @@ class Store:
 
     def _connect_read_only(self) -> Iterator[duckdb.DuckDBPyConnection]:
         try:
-            con = duckdb.connect(str(self.path), read_only=True)
+            con = duck.connect(str(self.path), read_only=True)
         except duckdb.Error as e:
             raise StoreError(f"not a readable DuckDB store: {_first_line(e)}", file=str(self.path)) from None
         try:
             from kit.store.schema import LATEST, current_version
 
             version = current_version(con)
+            if version > LATEST:
+                raise NewerSchemaError(version, file=str(self.path))
             if version != LATEST:
                 raise StoreError(
                     f"read-only store of schema version {version}, this kit reads {LATEST}: open it once where "

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from kit import duck
 from kit.errors import KitInputError
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("KIT_STORE_LOCK_TIMEOUT", "300"))
@@ -89,7 +90,7 @@ def connect(db_path: Path, timeout_s: float | None = None) -> duckdb.DuckDBPyCon
     delay = 0.01
     while True:
         try:
-            return duckdb.connect(str(db_path))
+            return duck.connect(str(db_path))
         except duckdb.IOException as e:
             if "lock" not in str(e).lower() or time.monotonic() > deadline:
                 raise

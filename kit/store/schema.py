@@ -10,6 +10,9 @@ from functools import cache
 
 import duckdb
 
+from kit import duck
+from kit.store.lock import StoreError
+
 # Each entry upgrades the file from version i to i+1. Never edit a shipped migration: append a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 1: the contract (docs/CONTRACT.md)
@@ -49,6 +52,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 LATEST = len(MIGRATIONS)
 
 
+class NewerSchemaError(StoreError):
+    """The file was written by a newer kit: reading it could misread columns this kit does not know."""
+
+    def __init__(self, found: int, file: str | None = None) -> None:
+        super().__init__(
+            f"store schema version {found} found, this kit expects version {LATEST} or older: upgrade the kit "
+            "(or use another store)",
+            file=file,
+        )
+        self.found = found
+
+
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
@@ -63,7 +78,7 @@ def migrate(con: duckdb.DuckDBPyConnection, target: int = LATEST) -> int:
     """Bring the file up to `target` (default: latest), one transaction per step. Returns the version."""
     version = current_version(con)
     if version > LATEST:
-        raise RuntimeError(f"store schema version {version} is newer than this kit ({LATEST}): upgrade the kit")
+        raise NewerSchemaError(version)
     if version == 0:
         con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
     while version < target:
@@ -84,7 +99,7 @@ def migrate(con: duckdb.DuckDBPyConnection, target: int = LATEST) -> int:
 def columns(table: str) -> tuple[tuple[str, str], ...]:
     """`(name, type)` of every column of a table at the latest version, in order: read from the migrations
     themselves (applied to an empty in-memory database), so no second copy of the schema can drift."""
-    con = duckdb.connect(":memory:")
+    con = duck.connect()
     try:
         migrate(con)
         found = con.execute(

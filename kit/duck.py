@@ -1,0 +1,19 @@
+"""The one way the kit opens DuckDB: with extension auto-install and auto-load off.
+
+DuckDB fetches a missing extension from the network when a statement needs it (a SQLite file opened as a
+store asked for `sqlite_scanner`), against the kit's promise to stay offline. With both settings off, such a
+statement fails at once with an error that names the extension.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NO_EXTENSIONS: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
+def connect(database: str = ":memory:", *, read_only: bool = False, config: dict[str, Any] | None = None) -> Any:
+    """`duckdb.connect` with NO_EXTENSIONS (and `config` beside it; it cannot turn them back on)."""
+    import duckdb  # imported by the callers that open a database, not by `import kit`
+
+    return duckdb.connect(database, read_only=read_only, config={**(config or {}), **NO_EXTENSIONS})
