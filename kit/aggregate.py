@@ -150,6 +150,11 @@ class CaseChange:
         }
 
 
+def p_text(p: float | None) -> str:
+    """A p-value as every front end prints it: two significant figures when small, two decimals otherwise."""
+    return "-" if p is None else (f"{p:.2g}" if p < 0.01 else f"{p:.2f}")
+
+
 def case_changes(before: Counts, after: Counts, alpha: float) -> list[CaseChange]:
     """Every case in both runs, by id, with its verdict: a regression when the one-sided Fisher exact test
     of a drop gives a Holm-adjusted p under `alpha` (an improvement likewise for a rise), unchanged when the

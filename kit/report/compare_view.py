@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from kit.aggregate import VERDICTS, CaseChange, Evidence, Side
+from kit.aggregate import VERDICTS, CaseChange, Evidence, Side, p_text
 from kit.report.page_data import CaseDelta, CaseSide, SideBySide
 
 
@@ -78,10 +78,6 @@ def interval(side: Side | None) -> str:
         return "-"
     lo, hi = side.interval
     return f"{lo:.2f}-{hi:.2f}"
-
-
-def p_text(p: float | None) -> str:
-    return "-" if p is None else (f"{p:.2g}" if p < 0.01 else f"{p:.2f}")
 
 
 def changes(s: SideBySide) -> dict[str, CaseChange]:

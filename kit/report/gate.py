@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kit import yamlio
-from kit.aggregate import evidence
+from kit.aggregate import evidence, p_text
 from kit.errors import KitInputError, first_error
 from kit.report.data import ReportData
 from kit.store.queries import Comparison
@@ -249,7 +249,7 @@ def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline, fails
     test = f"one-sided Fisher exact, Holm over {m} case{'s' if m != 1 else ''}"
     for ch in ev.changes:
         was, is_ = _side(ch.before.passed, ch.before.attempts), _side(ch.after.passed, ch.after.attempts)
-        line = f"case {ch.case_id} {was} → {is_}, p = {ch.p_value:.2g}"
+        line = f"case {ch.case_id} {was} → {is_}, p = {p_text(ch.p_value)}"
         if ch.verdict == "regression":
             fails.append(f"significant drop vs baseline {baseline.run_id}: {line} < alpha {alpha:g} ({test})")
         elif ch.verdict == "noise":

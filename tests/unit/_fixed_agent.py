@@ -7,6 +7,7 @@ The verdicts the tests assert are then certain, never themselves flaky.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,27 +15,13 @@ from kit.cli import main as kit
 from kit.store import open_store
 from kit.store import queries as q
 
-MODULE = "fixed_pass_agent"
-
-AGENT = """\
-import threading
-
-calls = {}
-_lock = threading.Lock()
-
-
-def agent(text, case):
-    with _lock:
-        seen = calls.get(case.id, 0)
-        calls[case.id] = seen + 1
-    ok = seen < case.extra["metadata"]["passes"]
-    return {"case_id": case.id, "final_output": "all fine" if ok else "broken", "finish_reason": "finish",
-            "spans": []}
-"""
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flaky"
+MODULE = "flaky_agent"
 
 
 def write_agent(folder: Path) -> None:
-    (folder / f"{MODULE}.py").write_text(AGENT)
+    """The example's stand-in agent (examples/flaky/flaky_agent.py), importable from `folder`."""
+    shutil.copy(EXAMPLE / f"{MODULE}.py", folder / f"{MODULE}.py")
 
 
 def cases_yaml(counts: dict[str, tuple[int, int]], floors: dict[str, float] | None = None) -> str:
@@ -55,6 +42,11 @@ def run_suite(folder: Path, store: Path, name: str, counts: dict[str, tuple[int,
     The folder must be the current directory (the agent is imported from it)."""
     cases = folder / f"{name}.yaml"
     cases.write_text(cases_yaml(counts, **kw))
+    return run_cases(cases, store, counts)
+
+
+def run_cases(cases: Path, store: Path, counts: dict[str, tuple[int, int]]) -> str:
+    """`kit run` of the stand-in agent on a case file, checked to have ended at `counts`: the run id."""
     module = sys.modules.get(MODULE)
     if module is not None:
         module.calls.clear()  # a new run: every case starts from its first attempt again

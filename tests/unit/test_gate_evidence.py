@@ -4,17 +4,14 @@ runner (`kit run`) into the real DuckDB store, gated by `kit gate` under floors 
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
 from kit.cli import main as kit
 from kit.store import open_store
-from tests.unit._fixed_agent import forget_agent, run_suite, write_agent
+from tests.unit._fixed_agent import EXAMPLE, forget_agent, run_cases, write_agent
 
-POLICY = """\
-hard: {min_pass_fraction: 0.8}
-baseline: {new_failures: significant, alpha: 0.01}
-"""
 FLOORS = {"steady": 0.6}  # steady's own floor: a fall to 30/40 clears it, yet is a significant drop
 BEFORE = {"steady": (40, 40), "wobbly": (39, 40), "jittery": (38, 40)}
 AFTER = {"steady": (30, 40), "wobbly": (20, 40), "jittery": (37, 40)}
@@ -22,8 +19,10 @@ AFTER = {"steady": (30, 40), "wobbly": (20, 40), "jittery": (37, 40)}
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
+    """README's worked example: examples/flaky (its agent, its two case files, its gates.yaml)."""
     write_agent(tmp_path)
-    (tmp_path / "gates.yaml").write_text(POLICY)
+    for name in ("before.yaml", "after.yaml", "gates.yaml"):
+        shutil.copy(EXAMPLE / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("KIT_RUN_ID", raising=False)
     monkeypatch.delenv("KIT_GATES", raising=False)
@@ -40,12 +39,11 @@ def gate(project, cases: str, *extra: str) -> int:
 @pytest.fixture
 def two_runs(project):
     store = project / "evals.duckdb"
-    before = run_suite(project, store, "before", BEFORE, floors=FLOORS)
-    after = run_suite(project, store, "after", AFTER, floors=FLOORS)
-    return before, after
+    return run_cases(project / "before.yaml", store, BEFORE), run_cases(project / "after.yaml", store, AFTER)
 
 
 def test_the_issue_done_when(project, two_runs, capsys):
+    """hard.min_pass_fraction 0.8; new_failures: significant; alpha 0.01 (examples/flaky/gates.yaml)."""
     before, after = two_runs
     capsys.readouterr()
     # 40/40, 39/40 and 38/40 under a floor of 0.8: the gate passes, and names the flaky cases.
@@ -55,7 +53,7 @@ def test_the_issue_done_when(project, two_runs, capsys):
     assert "flaky: case wobbly passed 39/40 (0.97), at or above its floor 0.80" in out
     assert "flaky: case jittery passed 38/40 (0.95), at or above its floor 0.80" in out
 
-    # The second run against the first, new_failures: significant at alpha 0.01.
+    # The second run against the first.
     assert gate(project, "after.yaml", "--run", after, "--baseline", before) == 1
     said = capsys.readouterr()
     problems = [ln for ln in said.err.splitlines() if ln.startswith("  - ")]
@@ -71,7 +69,7 @@ def test_the_issue_done_when(project, two_runs, capsys):
     assert "Holm over 3 cases" in steady[0]
     # 38/40 → 37/40 is noise: not named as a problem, but listed.
     assert named == {"wobbly", "steady"}
-    assert f"noise vs baseline {before}: case jittery 38/40 (0.95) → 37/40 (0.93), p = 0.5" in said.out
+    assert f"noise vs baseline {before}: case jittery 38/40 (0.95) → 37/40 (0.93), p = 0.50," in said.out
     assert "with 40 runs per case, a drop from 100% to 80% (40/40 to 32/40) is the smallest" in said.out
 
 
