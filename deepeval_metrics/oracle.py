@@ -115,8 +115,16 @@ class ConversationalOracleMetric(_OracleVerdict, BaseConversationalMetric):
 
 
 def oracle_metrics(case: Case, log: CaseLog | None = None) -> list[Any]:
-    """One metric per check the case lists itself, plus one per named invariant (its checks bundled);
-    conversational metrics for a multi-turn case."""
+    """The kit oracle's verdict as DeepEval metrics (hard gates): one metric per check the case lists itself,
+    plus one per named invariant (its checks bundled); conversational metrics for a multi-turn case.
+
+    case: the Case (from deepeval_metrics.load_cases or kit.case.load_suite).
+    log: the run's CaseLog (deepeval_metrics.run_agent or replay makes it): each metric records its
+        results there, which is how they reach the store (DeepEval measures copies of the metrics, so a
+        metric cannot hand its verdict back itself). None: the metrics judge but record nothing.
+
+    Each metric reads the trace behind the DeepEval test case (deepeval_metrics.test_case, kit_test_case);
+    a test case without one, or with another case's trace, is an error, never a pass."""
     kind = ConversationalOracleMetric if getattr(case, "is_multi_turn", False) else OracleMetric
     own: list[Any] = []
     bundles: dict[str, list[int]] = {}

@@ -27,7 +27,7 @@ from kit.case import Case
 from kit.errors import KitInputError
 from kit.frozen import thaw
 from kit.runner.conversation import AgentConversation
-from kit.settings import Settings
+from kit.settings import Settings, project_root
 from kit.trace import Trace, parse_trace
 
 AgentFn = Callable[[Case, int], Any]  # (case, attempt) -> whatever the agent returns
@@ -130,6 +130,9 @@ def load_agent(spec: str) -> Agent:
         raise KitInputError(f"--agent must be module:callable, got {spec!r}")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
+    root = str(project_root())  # the project's own modules import without PYTHONPATH, wherever a tool starts
+    if root not in sys.path:
+        sys.path.insert(0, root)
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # an import error in the user's module is bad input, said in one line

@@ -1,0 +1,126 @@
+"""What a user does, outside the kit's checkout: a folder holding only an agent module and a cases file;
+`python -m venv .venv && .venv/bin/pip install <kit>` (not editable); `kit init`; `make evals`; then, with no
+network at all (`unshare -n`), `deepeval test run tests/evals` and `npx promptfoo eval`. The store must hold
+that agent's runs from the kit's runner, DeepEval and Promptfoo.
+
+One test: a venv install costs most of a minute even from pip's cache. Node packages come from the kit's
+own node_modules (linked, as npm would install the same pinned versions), so the test needs no registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).resolve().parents[2]
+
+AGENT = '''\
+"""A user's agent: looks the order up, answers with its status."""
+import re
+
+
+def run(text):
+    order = re.search(r"ORD-\\d+", text).group()
+    return {
+        "model": "desk-1",
+        "final_output": f"Order {order} has shipped.",
+        "finish_reason": "finish",
+        "spans": [
+            {"kind": "llm", "name": "desk-1", "tokens_in": 10, "tokens_out": 5},
+            {"kind": "tool", "name": "lookup_order", "input": {"order_id": order}, "output": {"status": "shipped"}},
+        ],
+    }
+'''
+CASES = """\
+- id: where-is-my-order
+  input: "Where is ORD-12?"
+  checks:
+    - {type: called, tool: lookup_order}
+    - {type: arg, tool: lookup_order, key: order_id, expected: ORD-12}
+    - {type: contains, text: shipped}
+"""
+
+
+def _offline_ok() -> bool:
+    return shutil.which("unshare") is not None and subprocess.run(["unshare", "-n", "true"]).returncode == 0
+
+
+def sh(cmd: list[str], cwd: Path, *, timeout: float, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, (
+        f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    )
+    return done.stdout
+
+
+@pytest.mark.skipif(
+    not (KIT / "node_modules" / ".bin" / "promptfoo").exists(), reason="no Promptfoo (make test installs it)"
+)
+def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(tmp_path):
+    if not _offline_ok():
+        pytest.fail("unshare -n is needed to prove the offline commands (run as root, or with user namespaces)")
+    repo = tmp_path / "desk"
+    (repo / "evals").mkdir(parents=True)
+    (repo / "myagent.py").write_text(AGENT)
+    (repo / "evals" / "cases.yaml").write_text(CASES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "VIRTUAL_ENV", "PYTHONPATH"))}
+
+    sh([sys.executable, "-m", "venv", ".venv"], repo, timeout=120, env=env)
+    # pip's own cache makes this a local install after the first; not editable, as a user installs it.
+    sh([".venv/bin/pip", "install", "--quiet", str(KIT)], repo, timeout=900, env=env)
+    out = sh(
+        [".venv/bin/kit", "init", "--agent", "myagent:run", "--cases", "evals/cases.yaml"], repo, timeout=60, env=env
+    )
+    assert "promptfooconfig.yaml: written" in out and "evals/cases.yaml" not in out.split("written")[0]
+    assert (repo / "evals" / "cases.yaml").read_text() == CASES  # the user's cases, untouched
+
+    (repo / "node_modules").mkdir()
+    for entry in (KIT / "node_modules").iterdir():
+        if not entry.name.startswith(".installed"):
+            (repo / "node_modules" / entry.name).symlink_to(entry)
+    (repo / "node_modules" / ".kit-installed").touch()  # what `make evals`' npm install would leave
+
+    evals = subprocess.run(["make", "evals"], cwd=repo, capture_output=True, text=True, timeout=900, env=env)
+    offline = ["unshare", "-n"]
+    deepeval = subprocess.run(
+        [*offline, ".venv/bin/deepeval", "test", "run", "tests/evals"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    promptfoo = subprocess.run(
+        [*offline, "npx", "--no-install", "promptfoo", "eval", "--no-progress-bar"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    query = (
+        "import json\n"
+        "from kit.store import open_store\n"
+        "with open_store('.kit/evals.duckdb').connect() as con:\n"
+        '    rows = con.execute("SELECT r.source, r.agent, c.case_id, c.passed FROM runs r JOIN case_results c "\n'
+        '                       "USING (run_id) ORDER BY r.started_at").fetchall()\n'
+        "print(json.dumps(rows))\n"
+    )
+    rows = json.loads(sh([".venv/bin/python", "-c", query], repo, timeout=60, env=env))
+    by_source = {(source, agent, case, passed) for source, agent, case, passed in rows}
+    report = (
+        f"make evals exited {evals.returncode}:\n{evals.stdout[-3000:]}\n{evals.stderr[-3000:]}\n"
+        f"deepeval exited {deepeval.returncode}:\n{deepeval.stdout[-3000:]}\n{deepeval.stderr[-2000:]}\n"
+        f"promptfoo exited {promptfoo.returncode}:\n{promptfoo.stdout[-3000:]}\n{promptfoo.stderr[-2000:]}\n"
+        f"store: {sorted(by_source)}"
+    )
+    for source in ("kit", "deepeval", "promptfoo"):
+        assert (source, "myagent:run", "where-is-my-order", True) in by_source, report
+    assert deepeval.returncode == 0 and promptfoo.returncode == 0, report
+    assert evals.returncode == 0, report
