@@ -97,7 +97,7 @@ def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_sto
     if report:
         print(f"HTML report: {report}; JUnit XML: {out / 'junit.xml'}; summary: {out / 'summary.txt'}")
     print("\n== gate")
-    verdicts = [_gate(store, r, baselines[r["run_id"]]) for r in data.gated]
+    verdicts = [_gate(store, r, baselines[r["run_id"]], settings.cases) for r in data.gated]
     broken = _broken(results, data)
     if broken:
         print(f"make evals: stage(s) {', '.join(broken)} failed without results; see {logs}/", file=sys.stderr)
@@ -130,10 +130,12 @@ def _report(store: Store, data: Collected, baselines: dict[str, str | None], out
 GATE_LINES = 5  # problems shown per run; `kit gate --run ID` lists them all
 
 
-def _gate(store: Store, run: dict[str, Any], baseline: str | None) -> int:
+def _gate(store: Store, run: dict[str, Any], baseline: str | None, cases: Path) -> int:
     """`kit gate` on one run, its verdict in a few lines: a red team's hundreds of problems are counted,
-    the first few shown (the summary above has them grouped by check)."""
-    argv = ["--run", run["run_id"], "--store", str(store.path)] + (["--baseline", baseline] if baseline else [])
+    the first few shown (the summary above has them grouped by check). The cases' own floors are read from
+    the cases this invocation ran."""
+    argv = ["--run", run["run_id"], "--store", str(store.path), "--cases", str(cases)]
+    argv += ["--baseline", baseline] if baseline else []
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
         code = kit_command("gate", argv)()
