@@ -1,7 +1,8 @@
 """`kit check TRACE... --cases PATH [--json]` (contract in docs/CONTRACT.md).
 
-Each trace is judged as it is read and then let go: what is kept per run is its failures (for the summary),
-and with --json its encoded result, spooled to a temporary file. Memory does not grow with the traces.
+Each trace is judged as it is read and then let go: what is kept per run is a reference to what the summary
+reads of it (`_Tally`), and with --json its encoded result, spooled to a temporary file. Memory does not grow
+with the traces (bench/import_stream.py).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def _judge_all(args: argparse.Namespace, spool: _Spool | None) -> int:
     suite = load_suite(args.cases, args.invariants)
     errors: list[KitInputError] = list(suite.errors)
     cases = suite.by_id()
-    kept: list[CaseRun] = []  # each run with its failures only: all the summary reads
+    kept = _Tally()
     for path in args.traces:
         # A bad trace in a file is reported; the good ones around it are still judged.
         read = 0
@@ -70,19 +71,43 @@ def _judge_all(args: argparse.Namespace, spool: _Spool | None) -> int:
                 spool.add(run_dict(run, item))
             else:
                 print_run(run, item)
-            kept.append(dataclasses.replace(run, results=run.failures))
+            kept.add(run)
         if read == 0:
             errors.append(KitInputError(f"no traces in {path}: nothing was checked", file=path))
     for e in errors:
         print(f"kit check: {e}", file=sys.stderr)
     if spool is not None:
-        spool.write(summarize(kept))
-    elif kept:
-        s = summarize(kept)
+        spool.write(summarize(kept.runs))
+    elif kept.runs:
+        s = summarize(kept.runs)
         print(f"{s['passed']}/{s['runs']} runs passed ({s['pass_rate']:.0%}); {s['errors']} errors")
     if errors:
         return 2
-    return 0 if all(r.passed for r in kept) else 1
+    return 0 if all(r.passed for r in kept.runs) else 1
+
+
+class _Tally:
+    """Each run as the summary reads it (passed, outcome, and the first reason of each failing check of its
+    case), a few bytes a run: a run that adds no failing check its case has not shown yet is a reference to
+    one shared run of its case with the same outcome."""
+
+    def __init__(self) -> None:
+        self.runs: list[CaseRun] = []
+        self._seen: dict[str, set[str]] = {}
+        self._shared: dict[tuple[str, str, bool], CaseRun] = {}
+
+    def add(self, run: CaseRun) -> None:
+        seen = self._seen.setdefault(run.case_id, set())
+        names = {f.name for f in run.failures} | ({"(run error)"} if run.error is not None else set())
+        if names <= seen:
+            key = (run.case_id, run.outcome, run.passed)
+            shared = self._shared.get(key)
+            if shared is None:
+                shared = self._shared[key] = dataclasses.replace(run, results=run.failures, metrics={})
+            self.runs.append(shared)
+            return
+        seen |= names
+        self.runs.append(dataclasses.replace(run, results=run.failures, metrics={}))
 
 
 def judge(trace: Trace, case: Case) -> CaseRun:
