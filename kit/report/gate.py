@@ -192,12 +192,16 @@ def verdict(
     for c in data.cases:
         case_id, passed, attempts = c["case_id"], int(c["c"]), int(c["n"])
         floor = case_floor(case_id, policy, floors)
-        if policy.hard.fail_on_failure and attempts and passed / attempts < floor - 1e-12:
-            under = f"case passed {_side(passed, attempts)}, under its floor {floor:.2f}"
+        under = f"passed {_side(passed, attempts)}, under its floor {floor:.2f}"
+        below = bool(attempts) and passed / attempts < floor - 1e-12
+        if below and not policy.hard.fail_on_failure:
+            notes.append(f"case {case_id} {under} (hard.fail_on_failure is off)")
+        elif below:
             checks = [f for f in failing.get(case_id, []) if f["outcome"] == "fail"]
             fails += [
-                f"hard fail: case {case_id} check {f['check']} ({f['times']}x): {f['reason']} ({under})" for f in checks
-            ] or [f"hard fail: case {case_id}: {under}"]
+                f"hard fail: case {case_id} check {f['check']} ({f['times']}x): {f['reason']} (case {under})"
+                for f in checks
+            ] or [f"hard fail: case {case_id} {under}"]
         elif 0 < passed < attempts:
             notes.append(f"flaky: case {case_id} passed {_side(passed, attempts)}, at or above its floor {floor:.2f}")
     if policy.hard.fail_on_error:

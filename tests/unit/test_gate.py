@@ -69,6 +69,9 @@ def test_new_failures_against_baseline(store, tmp_path, capsys):
     _record(store, {"a": True, "b": False, "c": False}, model="new")
     policy = "hard: {fail_on_failure: false}\n"
     assert _gate(store, tmp_path, policy=policy) == 0  # no baseline: hard failures tolerated by this policy
+    assert "note: case b passed 0/1 (0.00), under its floor 1.00 (hard.fail_on_failure is off)" in (
+        capsys.readouterr().out
+    )
     assert _gate(store, tmp_path, "--baseline", "old", policy=policy) == 1
     err = capsys.readouterr().err
     assert "new failure vs baseline" in err and "case b 1.00 → 0.00 (checks: no_pii)" in err
