@@ -3,7 +3,8 @@
     from kit.importers import import_file, convert
     traces = import_file("run.json", fmt=None, case_id="refund-happy-path")   # list[dict]
 
-Formats: `openai` (chat-completions message lists), `otel` (OTLP JSON; each span read by the GenAI
+Formats: `openai` (chat-completions message lists), `otel` (OTLP JSON, or the spans the OpenTelemetry SDK's
+ConsoleSpanExporter prints, as a JSON list or one object after another; each span read by the GenAI
 semantic conventions or OpenInference, whichever it follows), `genai` / `openinference` (OTLP JSON read by
 that convention only), and `trace` (already the contract format). `fmt=None` detects the format.
 Every trace returned has passed the contract's validation (`kit.trace.parse_trace`). OTLP logs (content
@@ -30,9 +31,9 @@ LOGS_ALONE = "OTLP logs hold no spans: give the traces file with it (kit import 
 def detect(data: Any) -> str | None:
     """The format of decoded JSON, or None when it is none of the known ones."""
     from kit.importers.openai_chat import is_openai
-    from kit.importers.otlp import is_otlp
+    from kit.importers.otlp import is_console, is_otlp
 
-    if is_otlp(data):
+    if is_otlp(data) or is_console(data):
         return "otel"
     if isinstance(data, list) and data and all(isinstance(d, dict) for d in data) and any(is_otlp(d) for d in data):
         return "otel"  # a Collector file: one batch per line, spans and perhaps logs
@@ -115,22 +116,25 @@ def _unknown_format(data: Any) -> str:
 def _from_otel(
     data: Any, fmt: str, case_id: str, file: str | None, logs: list[Any], notes: list[str]
 ) -> list[dict[str, Any]]:
-    from kit.importers.otlp import is_otlp, is_otlp_logs, log_records, spans_by_trace
+    from kit.importers.otlp import console_spans, is_console, is_otlp, is_otlp_logs, log_records, spans_by_trace
     from kit.importers.semconv import GENAI, OPENINFERENCE, build_trace
 
     exports = data if isinstance(data, list) else [data]
-    for n, d in enumerate(exports):
-        if not (is_otlp(d) or is_otlp_logs(d)):
-            where = f"line {n + 1}: " if len(exports) > 1 else ""
-            raise KitInputError(f"{where}not OTLP JSON (expected an object with resourceSpans)", file=file)
-    own_logs = [rec for d in exports if is_otlp_logs(d) for rec in log_records(d, file=file)]
-    logs = list(logs) + own_logs
+    own_logs: list[Any] = []
+    if is_console(exports):
+        grouped = console_spans(exports, file=file, logs=logs)
+    else:
+        for n, d in enumerate(exports):
+            if not (is_otlp(d) or is_otlp_logs(d)):
+                where = f"line {n + 1}: " if len(exports) > 1 else ""
+                raise KitInputError(f"{where}not OTLP JSON (expected an object with resourceSpans)", file=file)
+        own_logs = [rec for d in exports if is_otlp_logs(d) for rec in log_records(d, file=file)]
+        # One trace id is one run wherever its spans are: a Collector file splits a run over many lines.
+        grouped = spans_by_trace([d for d in exports if is_otlp(d)], file=file, logs=list(logs) + own_logs)
+        _no_stray_logs(own_logs, file)
     convention = {"genai": GENAI, "openinference": OPENINFERENCE}.get(fmt)
     traces: list[dict[str, Any]] = []
     attempts: dict[str, int] = {}
-    # One trace id is one run wherever its spans are: a Collector file splits a run over many lines.
-    grouped = spans_by_trace([d for d in exports if is_otlp(d)], file=file, logs=logs)
-    _no_stray_logs(own_logs, file)
     for spans in grouped.values():
         try:
             mine: list[str] = []
@@ -240,6 +244,9 @@ def read_json(path: str | Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
+        objects = _one_after_another(text)
+        if objects is not None:
+            return objects
         # Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and others, which JSON
         # strings may hold unescaped.
         lines = [ln for ln in text.split("\n") if ln.strip()]
@@ -252,6 +259,26 @@ def read_json(path: str | Path) -> Any:
                     raise KitInputError(f"malformed JSON on line {n}: {e2.msg}", file=str(p)) from None
             return out
         raise KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(p)) from None
+
+
+def _one_after_another(text: str) -> list[Any] | None:
+    """JSON objects printed one after another, each over many lines (what the OpenTelemetry SDK's
+    ConsoleSpanExporter writes), as a list; None when the text is not that."""
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos == end:
+            return out if len(out) > 1 else None
+        if text[pos] != "{":
+            return None
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return None
+        out.append(value)
 
 
 def import_file(

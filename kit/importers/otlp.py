@@ -4,11 +4,18 @@ OTLP JSON nests `resourceSpans[].scopeSpans[].spans[]`; attributes are `[{key, v
 intValue | doubleValue | boolValue | arrayValue | kvlistValue | bytesValue}}]`, 64-bit integers and
 timestamps arrive as strings, and enums (status code) as numbers or names. This module undoes all of
 that; what the spans mean is for `kit.importers.semconv`.
+
+The OpenTelemetry SDK's `ConsoleSpanExporter` prints each span as its own JSON object (`ReadableSpan.to_json`:
+`context.trace_id` / `span_id` and `parent_id` as `0x` hex, ISO times, `status.status_code` by name,
+attributes as a plain object): a JSON list of those, or the objects one after another as printed, is read
+too (`console_spans`).
 """
 
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -124,6 +131,10 @@ def spans_by_trace(
     out: dict[str, list[OtelSpan]] = {}
     for line, data in enumerate(exports):
         _add_spans(data, out, file=f"{file}:{line + 1}" if file and len(exports) > 1 else file)
+    return _grouped(out, logs)
+
+
+def _grouped(out: dict[str, list[OtelSpan]], logs: list[LogRecord] | None) -> dict[str, list[OtelSpan]]:
     if logs:
         by_id = {s.span_id: s for spans in out.values() for s in spans}
         for rec in logs:
@@ -163,6 +174,76 @@ def _add_spans(data: dict[str, Any], out: dict[str, list[OtelSpan]], *, file: st
                         events=[(e.name, attributes(e.attributes)) for e in sp.events],
                     )
                 )
+
+
+def is_console_span(d: Any) -> bool:
+    """One span as the SDK's ConsoleSpanExporter prints it (`ReadableSpan.to_json`)."""
+    return (
+        isinstance(d, dict)
+        and isinstance(d.get("context"), dict)
+        and "span_id" in d["context"]
+        and "trace_id" in d["context"]
+        and "start_time" in d
+    )
+
+
+def is_console(data: Any) -> bool:
+    return isinstance(data, list) and bool(data) and all(is_console_span(d) for d in data)
+
+
+def _hex(v: Any) -> str:
+    return str(v or "").removeprefix("0x")
+
+
+def _iso_ns(raw: Any, where: str, name: str, file: str | None) -> int:
+    """An ISO time as the SDK prints it (`2026-11-30T22:18:15.123456Z`) in nanoseconds since the epoch."""
+    if raw is None or raw == "":
+        return 0
+    try:
+        t = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError:
+        raise KitInputError(f"{where}.{name}: not an ISO time: {str(raw)[:40]!r}", file=file) from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return calendar.timegm(t.utctimetuple()) * 1_000_000_000 + t.microsecond * 1000
+
+
+def console_spans(
+    data: list[dict[str, Any]], *, file: str | None = None, logs: list[LogRecord] | None = None
+) -> dict[str, list[OtelSpan]]:
+    """ConsoleSpanExporter's spans grouped by trace id, as `spans_by_trace` groups OTLP's."""
+    out: dict[str, list[OtelSpan]] = {}
+    for n, d in enumerate(data):
+        where = f"span {n}"
+        attrs = d.get("attributes") or {}
+        resource = (d.get("resource") or {}).get("attributes") or {}
+        status = d.get("status") or {}
+        if not isinstance(attrs, dict) or not isinstance(resource, dict) or not isinstance(status, dict):
+            raise KitInputError(f"{where}: attributes, resource and status must be objects", file=file)
+        error = None
+        if status.get("status_code") in STATUS_ERROR:
+            error = status.get("description") or "error"
+        events = []
+        for e in d.get("events") or []:
+            if isinstance(e, dict):
+                ev_attrs = e.get("attributes")
+                events.append((str(e.get("name") or ""), dict(ev_attrs) if isinstance(ev_attrs, dict) else {}))
+        trace_id = _hex(d["context"].get("trace_id"))
+        out.setdefault(trace_id, []).append(
+            OtelSpan(
+                trace_id=trace_id,
+                span_id=_hex(d["context"].get("span_id")),
+                parent_id=_hex(d.get("parent_id")) or None,
+                name=str(d.get("name") or ""),
+                start_ns=_iso_ns(d.get("start_time"), where, "start_time", file),
+                end_ns=_iso_ns(d.get("end_time"), where, "end_time", file),
+                attrs=dict(attrs),
+                resource=dict(resource),
+                error=error,
+                events=events,
+            )
+        )
+    return _grouped(out, logs)
 
 
 @dataclass

@@ -18,7 +18,8 @@ and writes, with the SDK's own OTLP encoder (protobuf, rendered as OTLP JSON: he
 
 `library@guarded` / `library@buggy` record another conversation, of two turns with a confirmation guard
 (`library_agent.py`), under openinference-instrumentation-openai: OUT_DIR/openinference_<v>.json holds
-its spans and OUT_DIR/messages_<v>.json the agent's own message list of the same run.
+its spans, OUT_DIR/console_<v>.json the same spans as the SDK's ConsoleSpanExporter prints them (one JSON
+object after another), and OUT_DIR/messages_<v>.json the agent's own message list of the same run.
 """
 
 from __future__ import annotations
@@ -293,7 +294,11 @@ def run_library(which: str, out: Path) -> None:
 
     guarded = which == "guarded"
     out.mkdir(parents=True, exist_ok=True)
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
     rec = Recorder(out, f"openinference_{which}")
+    console = (out / f"console_{which}.json").open("w")
+    rec.provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console)))
     OpenAIInstrumentor().instrument(tracer_provider=rec.provider)
     tracer = trace.get_tracer("library.agent")
     with _double().ScriptedOpenAIServer(library_agent.script(guarded)) as srv:
@@ -301,6 +306,7 @@ def run_library(which: str, out: Path) -> None:
             messages = library_agent.conversation(srv.base_url, guarded)
         assert srv.remaining == 0, f"library@{which}: {srv.remaining} scripted answers left"
     rec.write()
+    console.close()
     rec.lines_path.unlink()  # one form is enough here
     (out / f"messages_{which}.json").write_text(json.dumps(messages, indent=1) + "\n")
 

@@ -1,6 +1,7 @@
 """Recorded conversations come in as conversations: a user message starts a turn, and a tool call counts as
 a call only when it ran. The acceptance: a two-turn conversation with a confirmation guard, recorded as a
-message list and as real OpenInference spans (tests/data/import/library/, made by
+message list and as real OpenInference spans (OTLP, and as the SDK's ConsoleSpanExporter prints them;
+tests/data/import/library/, made by
 scripts/otel_exports/generate.py), gives on import the same `kit check` verdicts as the live run of the
 same agent against the same model double; the buggy agent fails naming the turn-0 check."""
 
@@ -60,7 +61,7 @@ def live() -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("which", ["guarded", "buggy"])
-@pytest.mark.parametrize("recording", ["messages", "openinference"])
+@pytest.mark.parametrize("recording", ["messages", "openinference", "console"])
 def test_an_imported_recording_gets_the_live_runs_verdicts(tmp_path, capsys, live, recording, which):
     imported = tmp_path / "t.json"
     code, _, err = _kit(
@@ -178,3 +179,21 @@ def test_a_turn_count_other_than_the_cases_is_a_clear_failure(tmp_path, capsys):
     checks = json.loads(out)["results"][0]["checks"]
     assert code == 1 and checks[0]["check"] == "turns" and checks[0]["outcome"] == "fail"
     assert checks[0]["reason"].startswith("the conversation has 1 turn, the case scripts 2 (its `turns:`)")
+
+
+def test_the_console_exporters_spans_as_a_json_list_import_as_the_otlp_export_does(tmp_path, capsys):
+    from kit.importers import read_json
+
+    spans = read_json(LIBRARY / "console_guarded.json")  # printed one object after another
+    assert isinstance(spans, list) and len(spans) == 5
+    (tmp_path / "list.json").write_text(json.dumps(spans))
+    got = {}
+    for name, path in (("list", tmp_path / "list.json"), ("otlp", LIBRARY / "openinference_guarded.json")):
+        code, out, err = _kit(capsys, "import", str(path), "--case-id", "c")
+        assert code == 0, err
+        got[name] = json.loads(out)
+        for key in ("otel_trace_id", "latency_ms"):
+            got[name].pop(key)
+        for s in got[name]["spans"]:
+            s.pop("latency_ms", None)
+    assert got["list"] == got["otlp"]
