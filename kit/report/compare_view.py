@@ -135,6 +135,8 @@ def flaky_line(cases: tuple[tuple[str, Side], ...]) -> str:
 
 def verdict_title(ev: Evidence) -> str:
     m = len(ev.changes)
+    if not m:
+        return "Changes told from chance: no case is in both runs"
     return (
         f"Changes told from chance: one-sided Fisher exact on passes/attempts, Holm over the {m} case"
         f"{'s' if m != 1 else ''} in both runs, alpha {ev.alpha:g}"
@@ -155,8 +157,8 @@ def verdict_lines(ev: Evidence) -> list[str]:
 
 def evidence_text(ev: Evidence, k: int) -> str:
     """`kit compare`'s evidence block: the same things the page and the PR comment show."""
-    out = [verdict_title(ev) + ":"]
-    out += [f"  {line}" for line in verdict_lines(ev)] or ["  (no case in both runs)"]
+    out = [verdict_title(ev) + (":" if ev.changes else "")]
+    out += [f"  {line}" for line in verdict_lines(ev)]
     out.append(f"flaky in A: {flaky_line(ev.flaky_before)}")
     out.append(f"flaky in B: {flaky_line(ev.flaky_after)}")
     for label, suite in (("A", ev.suite_before), ("B", ev.suite_after)):

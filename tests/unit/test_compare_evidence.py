@@ -109,3 +109,33 @@ def test_alpha_decides_between_regression_and_noise():
     # 5/5 -> 1/5: p = 6/252 = 0.024, a regression at 0.05, noise at 0.01.
     assert case_changes({"a": (5, 5)}, {"a": (1, 5)}, 0.05)[0].verdict == "regression"
     assert case_changes({"a": (5, 5)}, {"a": (1, 5)}, 0.01)[0].verdict == "noise"
+
+
+def test_runs_with_no_case_in_common_and_bad_policies(tmp_path, capsys):
+    from kit.result import CaseRun, Result
+    from kit.store import open_store
+
+    store = open_store(tmp_path / "s.duckdb")
+    ids = []
+    for case_id in ("old-case", "new-case"):
+        run_id = store.start_run("kit", git_sha=None)
+        for attempt in range(5):
+            store.record(run_id, CaseRun(case_id, attempt, (Result("contains", attempt < 3, ""),)))
+        store.finish_run(run_id)
+        ids.append(run_id)
+    (tmp_path / "gates.yaml").write_text("baseline: {alpha: 0.05}\n")
+    policy = ["--config", str(tmp_path / "gates.yaml")]
+    capsys.readouterr()
+    assert kit(["compare", *ids, "--store", str(store.path), *policy]) == 0
+    out = capsys.readouterr().out
+    assert "Changes told from chance: no case is in both runs\n" in out
+    assert "flaky in A: old-case 3/5 (0.60)" in out and "flaky in B: new-case 3/5 (0.60)" in out
+    assert "with 5 runs per case, a drop from 100% to 20% (5/5 to 1/5) is the smallest" in out
+    assert kit(["compare", *ids, "--store", str(store.path), "--json", *policy]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cases"] == [] and (data["only_before"], data["only_after"]) == (["old-case"], ["new-case"])
+    (tmp_path / "bad.yaml").write_text("baseline: {alpha: 1.5}\n")
+    assert kit(["compare", *ids, "--store", str(store.path), "--config", str(tmp_path / "bad.yaml")]) == 2
+    assert "bad.yaml: baseline.alpha" in capsys.readouterr().err
+    assert kit(["compare", *ids, "--store", str(store.path), "--config", str(tmp_path / "absent.yaml")]) == 2
+    assert "no such gate policy file" in capsys.readouterr().err
