@@ -159,6 +159,17 @@ class _CaseModel(BaseModel):
     def _id_text(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) else v
 
+    @field_validator("id")
+    @classmethod
+    def _id_names_files(cls, v: str) -> str:
+        # An id names the case's cassette and reaches terminals and junit.xml as it is.
+        from kit.names import name_problem
+
+        problem = name_problem(v)
+        if problem is not None:
+            raise ValueError(f"a case id {problem}")
+        return v
+
     @field_validator("min_pass_fraction", mode="before")
     @classmethod
     def _a_fraction(cls, v: Any) -> Any:

@@ -34,13 +34,38 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from kit.errors import KitInputError, first_error
 
 PROJECT_FILE = "pyproject.toml"
+
+# The longest an agent call may be given (a day): a larger limit is a slip (1e308 overflowed every timer,
+# making each run an error that blamed the agent).
+MAX_AGENT_TIMEOUT = 86_400.0
+
+
+def _path_value(v: Any) -> Any:
+    # An empty path is the working directory, never what a setting means; NUL cannot be in a file name.
+    if isinstance(v, str | Path) and not str(v).strip():
+        raise ValueError("an empty path is not a file")
+    if isinstance(v, str | Path) and "\0" in str(v):
+        raise ValueError("a path cannot hold a NUL character")
+    return v
+
+
+def _run_id_value(v: Any) -> Any:
+    from kit.names import name_problem  # a run id names files (.kit/runs/<id>.json, shards)
+
+    problem = name_problem(v) if isinstance(v, str) else None
+    if problem is not None:
+        raise ValueError(f"a run id {problem}")
+    return v
+
+
+SettingPath = Annotated[Path, BeforeValidator(_path_value)]
 
 
 class _Frozen(BaseModel):
@@ -73,24 +98,24 @@ class UserSettings(_Frozen):
 
 class RedteamSettings(_Frozen):
     purpose: str | None = None
-    corpus: Path = Path("redteam/attacks.yaml")
-    invariants: Path | None = None
+    corpus: SettingPath = Path("redteam/attacks.yaml")
+    invariants: SettingPath | None = None
 
 
 class Settings(_Frozen):
     agent: str | None = None
-    cases: Path = Path("golden")
-    invariants: Path | None = None
-    rubrics: Path = Path("golden/rubrics.yaml")
-    gates: Path = Path("gates.yaml")
-    store: Path = Path(".kit/evals.duckdb")
+    cases: SettingPath = Path("golden")
+    invariants: SettingPath | None = None
+    rubrics: SettingPath = Path("golden/rubrics.yaml")
+    gates: SettingPath = Path("gates.yaml")
+    store: SettingPath = Path(".kit/evals.duckdb")
     variant: str | None = None
     agent_policy: Literal["deterministic", "model"] = "deterministic"
-    agent_timeout: float = Field(default=60.0, gt=0)
+    agent_timeout: float = Field(default=60.0, gt=0, le=MAX_AGENT_TIMEOUT, allow_inf_nan=False)
     # Agent calls in flight at once, across every process of one `make evals` (kit.runner.slots).
     concurrency: int = Field(default=8, ge=1, le=1024)
     agent_model: str | None = None
-    run_id: str | None = None
+    run_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
     judge: JudgeSettings = JudgeSettings()
     user: UserSettings = UserSettings()
     redteam: RedteamSettings = RedteamSettings()
@@ -253,7 +278,7 @@ def _check(values: dict[str, Any], *, file: str, names: Mapping[tuple[str, ...],
         key = f"{key} ({field})" if key else f"[tool.kit] {field}" if file.endswith(PROJECT_FILE) else field
         if kind == "extra_forbidden":
             raise KitInputError(f"unknown setting {key}", file=file) from None
-        raise KitInputError(f"setting {key}: {msg}", file=file) from None
+        raise KitInputError(f"setting {key}: {msg.removeprefix('Value error, ')}", file=file) from None
 
 
 def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:

@@ -13,11 +13,12 @@ from pathlib import Path
 
 from kit.agent.conversation import Conversation
 from kit.agent.run import run_agent
+from kit.names import file_in
 from kit.settings import project_root
 
 
 def cassette_path(folder: Path, case_id: str) -> Path:
-    return folder / f"{case_id}.json"
+    return file_in(folder, case_id, ".json")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ from typing import Any
 from kit.case import Case
 from kit.errors import KitInputError
 from kit.frozen import thaw
+from kit.names import file_in
 from kit.runner.conversation import AgentConversation
 from kit.settings import Settings, project_root
 from kit.trace import Trace, parse_trace
@@ -95,7 +96,7 @@ def reference_agent(
         if own is not None and case.file:
             tape: Path | None = Path(case.file).parent / str(own)
         else:
-            tape = folder / f"{case.id}.json" if folder is not None else None
+            tape = file_in(folder, case.id, ".json") if folder is not None else None
         if tape is not None and (replay or attempt == 0):
             # Recording every attempt into one file would race; the first attempt is the recording.
             kwargs["cassette"], kwargs["record"] = str(tape), record is not None

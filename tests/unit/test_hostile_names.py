@@ -1,0 +1,127 @@
+"""Names and settings that lie: a case id that is a path or holds control characters is refused at load (exit
+2, file and case named, nothing printed raw), no file named after data leaves its folder, and absurd
+settings (an endless timeout, an empty store path, NaN, inf, a negative number) are exit 2 naming the key."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kit.case import load_suite
+from kit.cli import main as kit
+
+GOOD = "- id: fine\n  input: where is my order ORD-1001\n  checks: [{type: finished}]\n"
+BAD_IDS = {
+    "parent": '"../../escaped"',
+    "absolute": '"/tmp/kit-escaped"',
+    "esc": '"red\\e[31mALERT"',
+    "nul": '"a\\0b"',
+    "backslash": '"..\\\\x"',
+    "dot": '"a/./b"',
+    "newline": '"a\\nb"',
+    "bidi": '"abc\\u202Edcb"',
+}
+
+
+def _case(yaml_id: str) -> str:
+    return f"- id: {yaml_id}\n  input: where is my order ORD-1001\n  checks: [{{type: finished}}]\n"
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_IDS))
+def test_a_bad_case_id_is_exit_2_naming_file_and_case_and_printed_escaped(tmp_path, capsys, kind):
+    f = tmp_path / "cases.yaml"
+    f.write_text(_case(BAD_IDS[kind]) + GOOD)
+    assert kit(["lint", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert str(f) in err and "case '" in err and "a case id" in err and "Traceback" not in err
+    assert not any(ch in err for ch in "\x1b\x00\u202e"), "a control character reached the terminal raw"
+    suite = load_suite(f)
+    assert [c.id for c in suite.cases] == ["fine"]  # the good case beside it still loads
+
+
+def test_a_slash_inside_an_id_stays_allowed(tmp_path):
+    f = tmp_path / "cases.yaml"
+    f.write_text(_case('"refunds/partial"'))
+    suite = load_suite(f)
+    assert not suite.errors and suite.cases[0].id == "refunds/partial"
+
+
+def test_record_never_writes_a_cassette_outside_its_folder(tmp_path, monkeypatch, capsys):
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    (tmp_path / "cases.yaml").write_text(_case('"../../escaped"') + GOOD)
+    monkeypatch.chdir(work)
+    code = kit(["run", "--cases", str(tmp_path / "cases.yaml"), "--record", "rec", "-q", "--no-store"])
+    assert code == 2
+    outside = [p for p in tmp_path.rglob("*.json") if ".kit" not in p.parts and "rec" not in p.parts]
+    assert outside == []
+    assert sorted(p.name for p in (work / "rec").iterdir()) == ["fine.json"]
+
+
+def test_file_in_refuses_what_leaves_the_folder(tmp_path):
+    from kit.names import file_in
+
+    (tmp_path / "out").mkdir()
+    os.symlink(tmp_path, tmp_path / "out" / "link")
+    assert file_in(tmp_path / "out", "a/b", ".json") == tmp_path / "out" / "a" / "b.json"
+    for name in ("../x", "/abs", "link/x", "a\x1b", "", "a//b"):
+        with pytest.raises(ValueError, match="cannot name a file"):
+            file_in(tmp_path / "out", name, ".json")
+
+
+# --- absurd settings ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "words"),
+    [
+        ("agent_timeout = 1e308", "agent_timeout", "less than or equal to 86400"),
+        ("agent_timeout = -1", "agent_timeout", "greater than 0"),
+        ("agent_timeout = 0", "agent_timeout", "greater than 0"),
+        ("agent_timeout = nan", "agent_timeout", "finite number"),
+        ("agent_timeout = inf", "agent_timeout", "finite number"),
+        ('store = ""', "store", "an empty path is not a file"),
+        ('store = "   "', "store", "an empty path is not a file"),
+        ('cases = ""', "cases", "an empty path is not a file"),
+        ('gates = ""', "gates", "an empty path is not a file"),
+        ('store = "a\\u0000b"', "store", "NUL"),
+        ('run_id = "../../x"', "run_id", "a run id has an empty, '.' or '..' path part"),
+        ('run_id = "/tmp/x"', "run_id", "a run id is an absolute path"),
+        ("concurrency = -3", "concurrency", "greater than or equal to 1"),
+    ],
+)
+@pytest.mark.parametrize("command", ["report", "gate", "run"])
+def test_an_absurd_project_setting_is_exit_2_naming_the_key(tmp_path, monkeypatch, capsys, line, key, words, command):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.kit]\n{line}\n")
+    monkeypatch.chdir(tmp_path)
+    for var in ("KIT_AGENT_TIMEOUT", "KIT_STORE", "KIT_CASES", "KIT_GATES", "KIT_RUN_ID", "KIT_CONCURRENCY"):
+        monkeypatch.delenv(var, raising=False)
+    argv = {"report": ["report"], "gate": ["gate"], "run": ["run", "-q", "--no-store"]}[command]
+    assert kit(argv) == 2
+    err = capsys.readouterr().err
+    assert f"setting [tool.kit] {key}: " in err and words in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "words"),
+    [
+        ("KIT_AGENT_TIMEOUT", "1e308", "less than or equal to 86400"),
+        ("KIT_AGENT_TIMEOUT", "nan", "finite number"),
+        ("KIT_AGENT_TIMEOUT", "-inf", "finite number"),
+        ("KIT_RUN_ID", "run\x1b[2J", "control character U+001B"),
+    ],
+)
+def test_an_absurd_variable_is_exit_2_naming_it(tmp_path, monkeypatch, capsys, var, value, words):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(var, value)
+    assert kit(["report"]) == 2
+    err = capsys.readouterr().err
+    assert f"setting {var} (" in err and words in err and "\x1b" not in err
+
+
+def test_a_sane_timeout_still_loads(tmp_path, monkeypatch):
+    from kit.settings import load_settings
+
+    (tmp_path / "pyproject.toml").write_text("[tool.kit]\nagent_timeout = 86400\n")
+    assert load_settings(root=tmp_path, env={}).agent_timeout == 86400
