@@ -30,6 +30,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a tool result that is text matching REGEX is that call's error (e.g. '^Error:')",
     )
     parser.add_argument(
+        "--case-attr",
+        metavar="NAME",
+        help="the span or resource attribute naming each run's case, for many cases in one file (default: kit.case_id)",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="exit 2 when an attribute the importer knows is in a shape it cannot read (default: a warning)",
@@ -86,7 +91,15 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
     held: str | None = None  # the first trace, until a second one says the output is a list
     n = bare = 0
     try:
-        for t in iter_import(args.files, args.format, case_id=args.case_id, tool_error=args.tool_error, notes=notes):
+        traces = iter_import(
+            args.files,
+            args.format,
+            case_id=args.case_id,
+            tool_error=args.tool_error,
+            notes=notes,
+            case_attr=args.case_attr,
+        )
+        for t in traces:
             attempt = t.get("attempt")
             if attempt is None:
                 attempt = 0
@@ -113,7 +126,7 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
     for note in notes:
         print(f"kit import: {'error' if args.strict else 'warning'}: {note}", file=sys.stderr)
     if notes and args.strict:
-        print(f"kit import: --strict: {len(notes)} attribute(s) not read; nothing written", file=sys.stderr)
+        print(f"kit import: --strict: {len(notes)} problem(s) above; nothing written", file=sys.stderr)
         return 2, 0
     out.write((held if n == 1 else "[]" if n == 0 else "\n]") + "\n")
     if bare:

@@ -10,8 +10,10 @@ that convention only), and `trace` (already the contract format). `fmt=None` det
 Every trace returned has passed the contract's validation (`kit.trace.parse_trace`). OTLP logs (content
 recorded as log events) are read only together with the traces they belong to: `import_files`.
 `tool_error` (a regular expression) marks tool results that are text matching it as the call's error.
-`notes` (a list) gets a line for each attribute an importer knows by name but not in the shape it found:
-that content is not in the trace, and the caller must say so (`kit import` warns; `--strict` refuses).
+`case_attr` names the span or resource attribute that says which case an OTel run belongs to (default
+`kit.case_id`; without it, the run is `case_id`'s, or the file's). `notes` (a list) gets a line for each
+attribute an importer knows by name but not in the shape it found (that content is not in the trace) and
+for each run that lacks `case_attr`: the caller must say so (`kit import` warns; `--strict` refuses).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def convert(
     logs: list[Any] | None = None,
     tool_error: str | None = None,
     notes: list[str] | None = None,
+    case_attr: str | None = None,
 ) -> list[dict[str, Any]]:
     """Traces (contract dicts, validated) from decoded JSON in `fmt` (detected when None). `logs`: OTLP
     log records (`kit.importers.otlp.log_records`) to join to OTLP spans by span id."""
@@ -88,7 +91,7 @@ def convert(
             for t in traces:
                 t["case_id"] = case_id
     else:
-        traces = _from_otel(data, fmt, cid, file, logs or [], notes if notes is not None else [])
+        traces = _from_otel(data, fmt, cid, file, logs or [], notes if notes is not None else [], case_attr)
     if tool_error:
         mark_tool_errors(traces, tool_error)
     for n, t in enumerate(traces):
@@ -114,7 +117,7 @@ def _unknown_format(data: Any) -> str:
 
 
 def _from_otel(
-    data: Any, fmt: str, case_id: str, file: str | None, logs: list[Any], notes: list[str]
+    data: Any, fmt: str, case_id: str, file: str | None, logs: list[Any], notes: list[str], case_attr: str | None
 ) -> list[dict[str, Any]]:
     from kit.importers.otlp import console_spans, is_console, is_otlp, is_otlp_logs, log_records, spans_by_trace
     from kit.importers.semconv import GENAI, OPENINFERENCE, build_trace
@@ -138,7 +141,7 @@ def _from_otel(
     for spans in grouped.values():
         try:
             mine: list[str] = []
-            t = build_trace(spans, case_id=case_id, convention=convention, notes=mine)
+            t = build_trace(spans, case_id=case_id, convention=convention, notes=mine, case_attr=case_attr)
             notes += [f"{file}: {n}" if file else n for n in mine]
         except KitInputError as e:
             raise KitInputError(e.message, file=file) from None
@@ -199,6 +202,7 @@ def iter_import(
     case_id: str | None = None,
     tool_error: str | None = None,
     notes: list[str] | None = None,
+    case_attr: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The traces of `import_files`, each as soon as it is made: a large file that is a list (or JSON Lines)
     of whole runs is converted a run at a time, so memory does not grow with it. Other files (OTLP, whose
@@ -223,7 +227,9 @@ def iter_import(
         if stream is None:
             if not done_whole:
                 done_whole = True
-                yield from import_files(whole, fmt, case_id=case_id, tool_error=tool_error, notes=notes)
+                yield from import_files(
+                    whole, fmt, case_id=case_id, tool_error=tool_error, notes=notes, case_attr=case_attr
+                )
             continue
         for item in stream:
             if isinstance(item, KitInputError):
@@ -231,7 +237,9 @@ def iter_import(
             where, data = item
             # A kit trace keeps its own case id unless one is given; a conversation without one takes the file's.
             cid = case_id if (fmt or detect(data)) == "trace" else case_id or Path(path).stem
-            yield from convert(data, fmt, case_id=cid, file=where, tool_error=tool_error, notes=notes)
+            yield from convert(
+                data, fmt, case_id=cid, file=where, tool_error=tool_error, notes=notes, case_attr=case_attr
+            )
 
 
 def read_json(path: str | Path) -> Any:
@@ -288,11 +296,12 @@ def import_file(
     case_id: str | None = None,
     tool_error: str | None = None,
     notes: list[str] | None = None,
+    case_attr: str | None = None,
 ) -> list[dict[str, Any]]:
     """Traces from a file in any supported format (see the module's docstring)."""
     data = read_json(path)
     # JSON Lines of messages is one conversation, not one trace per message.
-    return convert(data, fmt, case_id=case_id, file=str(path), tool_error=tool_error, notes=notes)
+    return convert(data, fmt, case_id=case_id, file=str(path), tool_error=tool_error, notes=notes, case_attr=case_attr)
 
 
 def import_files(
@@ -302,6 +311,7 @@ def import_files(
     case_id: str | None = None,
     tool_error: str | None = None,
     notes: list[str] | None = None,
+    case_attr: str | None = None,
 ) -> list[dict[str, Any]]:
     """Traces from several files; files of OTLP logs only are joined to the OTLP traces given with them."""
     from kit.importers.otlp import is_otlp_logs, log_records
@@ -322,7 +332,14 @@ def import_files(
     for name, data in rest:
         otel = (fmt or detect(data)) in ("otel", "genai", "openinference")
         traces += convert(
-            data, fmt, case_id=case_id, file=name, logs=logs if otel else None, tool_error=tool_error, notes=notes
+            data,
+            fmt,
+            case_id=case_id,
+            file=name,
+            logs=logs if otel else None,
+            tool_error=tool_error,
+            notes=notes,
+            case_attr=case_attr,
         )
     _no_stray_logs(logs, next((str(p) for p in paths if str(p) not in {n for n, _ in rest}), None))
     return traces

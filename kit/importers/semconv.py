@@ -567,7 +567,12 @@ class _History:
 
 
 def build_trace(
-    spans: list[OtelSpan], *, case_id: str, convention: str | None = None, notes: list[str] | None = None
+    spans: list[OtelSpan],
+    *,
+    case_id: str,
+    convention: str | None = None,
+    notes: list[str] | None = None,
+    case_attr: str | None = None,
 ) -> dict[str, Any]:
     """One OTel trace (its spans sorted by start time) -> one trace dict. `notes` gets a line for each
     attribute the importer knows by name but could not read (its content is then not in the trace)."""
@@ -627,8 +632,13 @@ def build_trace(
     final = agent_output if agent_output is not None else final_from_llm
     starts = [s.start_ns for s in spans if s.start_ns]
     ends = [s.end_ns for s in spans if s.end_ns]
-    cid = next((str(s.attrs[CASE_ID_ATTR]) for s in spans if CASE_ID_ATTR in s.attrs), None)
-    cid = cid or (str(spans[0].resource[CASE_ID_ATTR]) if spans and CASE_ID_ATTR in spans[0].resource else case_id)
+    cid = _case_of(spans, case_attr or CASE_ID_ATTR)
+    if cid is None and case_attr:
+        notes.append(
+            f"trace {spans[0].trace_id if spans else '(no id)'}: no span or resource has attribute {case_attr}: "
+            f"imported as case {case_id!r}"
+        )
+    cid = cid or case_id
     conventions = sorted({c for _, k, c in kinds if c})
     return {
         "case_id": cid,
@@ -640,6 +650,17 @@ def build_trace(
         "source_format": "otel-" + "+".join(conventions) if conventions else "otel",
         "otel_trace_id": spans[0].trace_id if spans else None,
     }
+
+
+def _case_of(spans: list[OtelSpan], attr: str) -> str | None:
+    """The case a run names in `attr`: on any of its spans (the first that has it), else on its resource."""
+    for s in spans:
+        if s.attrs.get(attr) not in (None, ""):
+            return str(s.attrs[attr])
+    for s in spans:
+        if s.resource.get(attr) not in (None, ""):
+            return str(s.resource[attr])
+    return None
 
 
 def _turns(plan: list[tuple[str, Any]]) -> list[int]:

@@ -23,16 +23,19 @@ def _attr(key: str, v: Any) -> dict[str, Any]:
     return {"key": key, "value": {"stringValue": v if isinstance(v, str) else json.dumps(v)}}
 
 
-def _otlp(attrs: dict[str, Any], name: str = "chat gpt-4o") -> dict[str, Any]:
+def _otlp(
+    attrs: dict[str, Any], name: str = "chat gpt-4o", trace_id: str = "ab" * 16, resource: dict[str, Any] | None = None
+) -> dict[str, Any]:
     span = {
-        "traceId": "ab" * 16,
+        "traceId": trace_id,
         "spanId": "cd" * 8,
         "name": name,
         "startTimeUnixNano": "1000000",
         "endTimeUnixNano": "2000000",
         "attributes": [_attr(k, v) for k, v in attrs.items()],
     }
-    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
+    res = {"attributes": [_attr(k, v) for k, v in (resource or {}).items()]}
+    return {"resourceSpans": [{"resource": res, "scopeSpans": [{"spans": [span]}]}]}
 
 
 DEPRECATED = {
@@ -86,3 +89,22 @@ def test_a_token_count_that_is_not_a_number_is_a_warning_not_a_traceback(tmp_pat
     assert "attribute gen_ai.usage.input_tokens is a str ('many'), not a number: counted as 0" in err
     t = json.loads((tmp_path / "out.json").read_text())
     assert t["spans"][1]["tokens_in"] == 0 and t["final_output"] == "4"
+
+
+def test_case_attr_maps_the_runs_of_one_file_to_their_cases(tmp_path, capsys):
+    answer = {**DEPRECATED, "gen_ai.completion": "4"}
+    runs = [
+        _otlp({**answer, "app.case": "sums"}, trace_id="01" * 16),  # on the span
+        _otlp(answer, trace_id="02" * 16, resource={"app.case": "sums"}),  # on the resource
+        _otlp(answer, trace_id="03" * 16, resource={"app.case": "other"}),
+        _otlp(answer, trace_id="04" * 16),  # names none
+    ]
+    export = {"resourceSpans": [rs for r in runs for rs in r["resourceSpans"]]}
+    (tmp_path / "day.json").write_text(json.dumps(export))
+    out = tmp_path / "t.json"
+    assert main(["import", str(tmp_path / "day.json"), "--case-attr", "app.case", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    got = [(t["case_id"], t["attempt"]) for t in json.loads(out.read_text())]
+    assert got == [("sums", 0), ("sums", 1), ("other", 0), ("day", 0)]
+    assert f"warning: {tmp_path / 'day.json'}: trace {'04' * 16}: no span or resource has attribute app.case" in err
+    assert main(["import", str(tmp_path / "day.json"), "--case-attr", "app.case", "--strict", "-o", str(out)]) == 2
