@@ -5,7 +5,8 @@ It writes the design card's layout and overwrites nothing: a file that exists is
 
     promptfooconfig.yaml          the provider file://providers/agent_provider.py with your agent in its config
     providers/                    thin files importing the kit's Promptfoo glue (kit_promptfoo)
-    redteam/                      the attacks file to fill in (the purpose is [tool.kit.redteam] purpose)
+    redteam/                      the attacks file to fill in (the purpose is [tool.kit.redteam] purpose), and
+                                  the thin attack generator the red-team config names
     tests/evals/                  for `deepeval test run tests/evals` (its conftest stores every result)
     <cases>                       one example case, when the cases file or folder does not exist yet
     evals/rubrics.yaml, gates.yaml  the kit's default rubrics and gate policy
@@ -113,6 +114,7 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         ),
         Generated("redteam/attacks.yaml", fill("redteam/attacks.yaml.tmpl"), checked=False),
         Generated("redteam/README.md", fill("redteam/README.md.tmpl")),
+        Generated("redteam/generator.py", fill("redteam/generator.py.tmpl")),
         Generated("tests/evals/conftest.py", fill("tests/evals/conftest.py.tmpl")),
         Generated("tests/evals/test_cases.py", fill("tests/evals/test_cases.py.tmpl"), checked=False),
         Generated("evals/rubrics.yaml", fill("rubrics.yaml.tmpl"), checked=False),
