@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.case import Case
+from kit.judge import JudgeCall
 from kit.result import CaseRun, Result
 
 Outcome = str  # pass | fail | error | skipped
@@ -32,6 +33,7 @@ class SoftVerdict:
     rubric_hash: str | None = None
     raw_answer: str | None = None
     prompt: str | None = None
+    calls: tuple[JudgeCall, ...] = ()  # every judge call behind the verdict (its K samples), for judge_calls
 
 
 @dataclass
@@ -39,6 +41,7 @@ class CaseLog:
     case: Case
     attempt: int = 0
     trace: Any = None
+    judged: CaseRun | None = None  # the oracle's verdict on `trace`, when the run was already judged
     hard: dict[int, Result] = field(default_factory=dict)  # by index in case.checks: a re-measure overwrites
     soft: dict[str, SoftVerdict] = field(default_factory=dict)
     error: str | None = None

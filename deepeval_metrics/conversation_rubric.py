@@ -1,9 +1,10 @@
 """Soft gates on conversations: each rubric that applies to a multi-turn case, as a conversational G-Eval
 (DeepEval's ConversationalGEval) judged by the kit's one judge over every turn of the conversation.
 
-Same rules as the single-turn rubrics (deepeval_metrics/rubric_metric.py): `flaky`, so it never fails a test
-case on its own; `skipped` (never a pass) without a judge; an `error` naming the judge when it fails. The
-verdict goes to the case's CaseLog under the same `rubric:<name>` as on a single-turn case.
+Same rules, through the same functions, as the single-turn rubrics (deepeval_metrics/rubric_metric.py):
+`flaky`, so it never fails a test case on its own; the majority of gates.yaml's `judge.samples`; `skipped`
+(never a pass) without a judge; an `error` naming the judge when it fails. The verdict goes to the case's
+CaseLog under the same `rubric:<name>` as on a single-turn case.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from typing import Any
 from deepeval.metrics import BaseConversationalMetric, ConversationalGEval
 from deepeval.test_case import MultiTurnParams
 
-from deepeval_metrics.caselog import CaseLog
-from deepeval_metrics.judge_model import JudgeError, KitJudgeModel
-from deepeval_metrics.rubric_metric import RubricMetric, soft_gate_fields
-from deepeval_metrics.rubrics import Rubric, RubricSet
+from deepeval_metrics.caselog import CaseLog, SoftVerdict
+from deepeval_metrics.judge_model import KitJudgeModel
+from deepeval_metrics.rubric_metric import sampled_verdict, settle, skipped_verdict, soft_gate_fields
 from kit.case import Case
 from kit.judge import NO_JUDGE_REASON, JudgeConfig
+from kit.rubrics import Rubric, RubricSet
 
 
 class ConversationalRubricMetric(BaseConversationalMetric):
@@ -29,10 +30,10 @@ class ConversationalRubricMetric(BaseConversationalMetric):
         log: CaseLog | None = None,
         skip_reason: str = NO_JUDGE_REASON,
         async_mode: bool = True,
+        samples: int | None = None,
     ) -> None:
-        soft_gate_fields(self, rubric, judge, log, skip_reason, async_mode)
-        # The single-turn metric's bookkeeping (skips, verdicts, the CaseLog) is reused as is.
-        self._single = RubricMetric(rubric, judge, log, skip_reason, async_mode)
+        soft_gate_fields(self, rubric, judge, log, skip_reason, async_mode, samples)
+        self.verdict: SoftVerdict | None = None
 
     @property
     def __name__(self) -> str:
@@ -41,38 +42,28 @@ class ConversationalRubricMetric(BaseConversationalMetric):
     def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float | None:
         self.error = None
         if self.judge is None:
-            self._single.skip()  # records `skipped` with the reason in the case's log
-            self.skipped = True
-            self.score, self.success, self.reason = None, None, self.skip_reason
-            return None
-        model = KitJudgeModel(self.judge)
+            return settle(self, skipped_verdict(self.rubric, self.skip_reason))
         params = [MultiTurnParams.ROLE, MultiTurnParams.CONTENT]
         if "expected_output" in self.rubric.params and getattr(test_case, "expected_outcome", None):
             params.append(MultiTurnParams.EXPECTED_OUTCOME)
         if "tools_called" in self.rubric.params and any(t.tools_called for t in test_case.turns):
             params.append(MultiTurnParams.TOOLS_CALLED)
-        geval = ConversationalGEval(
-            name=self.rubric.name,
-            criteria=self.rubric.criteria,
-            evaluation_steps=self.rubric.evaluation_steps,
-            evaluation_params=params,
-            threshold=self.rubric.threshold,
-            model=model,
-            async_mode=False,
-            _include_g_eval_suffix=False,
-        )
-        try:
+
+        def once(model: KitJudgeModel) -> tuple[float | None, str]:
+            geval = ConversationalGEval(
+                name=self.rubric.name,
+                criteria=self.rubric.criteria,
+                evaluation_steps=self.rubric.evaluation_steps,
+                evaluation_params=params,
+                threshold=self.rubric.threshold,
+                model=model,
+                async_mode=False,
+                _include_g_eval_suffix=False,
+            )
             geval.measure(test_case, _show_indicator=False)
-        except Exception as exc:  # JudgeError, or DeepEval refusing the answer: an error, never a pass
-            message = str(exc) if isinstance(exc, JudgeError) else f"{self.judge.describe()}: {exc}"
-            self.error, self.score, self.success, self.reason = message, None, False, message
-            self._single._keep(self._single._verdict("error", message, None, model))
-            return None
-        self.score, self.reason = geval.score, geval.reason
-        self.success = geval.score is not None and geval.score >= self.threshold
-        outcome = "pass" if self.success else "fail"
-        self._single._keep(self._single._verdict(outcome, geval.reason or "", geval.score, model))
-        return self.score
+            return geval.score, geval.reason or ""
+
+        return settle(self, sampled_verdict(self.rubric, self.judge, self.samples, once))
 
     async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float | None:
         return self.measure(test_case)

@@ -63,6 +63,11 @@ class _OracleVerdict:
         if trace.case_id != self.case.id:
             self._fail_all(f"trace is for case {trace.case_id!r}, not {self.case.id!r}")
             return 0.0
+        judged = self.log.judged if self.log is not None and self.log.trace is trace else None
+        if judged is not None and len(judged.results) == len(self.case.checks):
+            # The run was judged once already (kit.runner.invoke): present that verdict, never judge twice.
+            self._settle(tuple(judged.results[i] for i in self.indices))
+            return self.score or 0.0
         checks = tuple(self.case.checks[i] for i in self.indices)
         run = evaluate(trace, dataclasses.replace(self.case, checks=checks))
         self._settle(run.results)

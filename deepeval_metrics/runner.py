@@ -1,38 +1,25 @@
-"""Which agent the eval runs: the one the settings name (`[tool.kit] agent`, KIT_AGENT, `make evals AGENT=`),
-exactly as `kit run --agent` takes it, else the kit's reference agent (its `variant`, `agent_policy`), for
-`agent_timeout` seconds a run (kit.settings)."""
+"""What the DeepEval eval runs: the one plan (kit.plan) every front end runs from. The settings' agent
+(`[tool.kit] agent`, KIT_AGENT, `make evals AGENT=`), exactly as `kit run --agent` takes it, else the kit's
+reference agent; the settings' cases, invariants, rubrics, timeout and model id; and, when `make evals`
+hands over its kit stage's runs (KIT_REPLAY_RUNS), those runs judged instead of calling the agent again."""
 
 from __future__ import annotations
 
+import functools
+
 from kit.case import Case
-from kit.runner import Invocation, invoke
-from kit.runner.agents import Agent, configured_agent
-from kit.settings import Settings, load_settings
+from kit.plan import Plan, make_plan
+from kit.runner import Invocation
 
 
-def settings() -> Settings:
-    return load_settings()
+@functools.cache
+def plan() -> Plan:
+    """The plan of this process (settings are read once: a DeepEval session is one run)."""
+    return make_plan()
 
 
-def variant() -> str | None:
-    return settings().variant
-
-
-def agent_name() -> str:
-    return load_agent().name
-
-
-def load_agent() -> Agent:
-    """The same agents, by the same rules, as the kit's runner: one plug-in interface for every front end."""
-    return configured_agent(settings())
-
-
-def timeout_s() -> float:
-    return settings().agent_timeout
-
-
-def run_case(agent: Agent, case: Case, attempt: int) -> Invocation:
-    """One fresh run of the agent on the case, judged by the oracle, exactly as `kit run` does it. An agent
-    that raises, returns no trace or hangs past the settings' agent_timeout is an error run: `trace` is None
-    and `case_run.error` says why."""
-    return invoke(agent, case, attempt, timeout=timeout_s())
+def run_case(case: Case, attempt: int) -> Invocation:
+    """One run of the case, judged by the oracle exactly as `kit run` judges it: a fresh agent call, or the
+    recorded run when replaying. An agent that raises, returns no trace or hangs past the settings'
+    agent_timeout is an error run: `trace` is None and `case_run.error` says why."""
+    return plan().run(case, attempt)

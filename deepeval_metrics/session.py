@@ -8,15 +8,12 @@ import os
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
+from kit.plan import trace_model
 from kit.report.gate import GatePolicy, SoftFloor, soft_floors
 from kit.store import Store, new_run_id, open_store
 from kit.store.queries import soft_gates
 
 RUN_ID_ENV = "KIT_RUN_ID"
-
-
-# The gate module's type, under the name this adapter has always exported.
-FloorResult = SoftFloor
 
 
 class EvalSession:
@@ -25,6 +22,7 @@ class EvalSession:
         self.run_id = run_id
         self.owner = owner  # only the process that started the run finishes it
         self.finished = False
+        self.model: str | None = None  # the first recorded trace's own model id, for a run started without one
 
     @classmethod
     def begin(
@@ -45,6 +43,8 @@ class EvalSession:
 
     def record(self, log: CaseLog) -> None:
         """The case's hard verdict (case_results + check_results) and every rubric verdict with its judge call."""
+        if self.model is None and log.trace is not None:
+            self.model = trace_model(log.trace)
         self.store.record(self.run_id, log.case_run(self.run_id), log.trace, gate="hard")
         for v in log.soft.values():
             self.store.record_soft(
@@ -60,6 +60,7 @@ class EvalSession:
                 rubric_hash=v.rubric_hash,
                 raw_answer=v.raw_answer,
                 prompt=v.prompt,
+                calls=v.calls or None,
             )
 
     def floors(self, policy: GatePolicy) -> list[SoftFloor]:
@@ -70,5 +71,5 @@ class EvalSession:
 
     def finish(self) -> None:
         if self.owner and not self.finished:
-            self.store.finish_run(self.run_id)
+            self.store.finish_run(self.run_id, model=self.model)
             self.finished = True

@@ -116,6 +116,9 @@ class Settings(_Frozen):
     concurrency: int = Field(default=8, ge=1, le=1024)
     agent_model: str | None = None
     run_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
+    # A recorded-runs file (kit.runner.recorded): DeepEval and Promptfoo judge these runs instead of calling
+    # the agent again (`make evals` sets it from its kit stage: run once, judge everywhere).
+    replay_runs: Path | None = None
     judge: JudgeSettings = JudgeSettings()
     user: UserSettings = UserSettings()
     redteam: RedteamSettings = RedteamSettings()
@@ -149,6 +152,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_CONCURRENCY": ("concurrency",),
     "KIT_AGENT_MODEL": ("agent_model",),
     "KIT_RUN_ID": ("run_id",),
+    "KIT_REPLAY_RUNS": ("replay_runs",),
     "KIT_JUDGE_MODEL": ("judge", "model"),
     "KIT_JUDGE_BASE_URL": ("judge", "base_url"),
     "KIT_JUDGE_API_KEY": ("judge", "api_key"),
@@ -170,6 +174,7 @@ _PATH_KEYS = {
     ("rubrics",),
     ("gates",),
     ("store",),
+    ("replay_runs",),
     ("redteam", "corpus"),
     ("redteam", "invariants"),
 }

@@ -1,4 +1,12 @@
-"""Promptfoo provider: the agent (reference, or KIT_AGENT), fresh for every call, judged by the kit oracle.
+"""Promptfoo provider: the agent, fresh for every call, judged by the kit oracle.
+
+Which agent: the provider config's `agent: module:callable`, else the settings' (KIT_AGENT, `[tool.kit]
+agent`); the kit's reference agent only for a config that says it is the reference one (`reference: true`,
+as the kit's own configs do) or names a fault variant. A config that names no agent anywhere is an error
+for every test, never the reference agent under another name. All of it through the one plan (kit.plan)
+that `kit run` and DeepEval run from, so the same settings give the same agent, invariants and model id.
+With recorded runs (KIT_REPLAY_RUNS, set by `make evals`), a golden test judges the kit stage's run of its
+case and attempt instead of calling the agent again.
 
 Promptfoo keeps this module loaded in a persistent Python worker and calls `call_api` again and again,
 so nothing a run can change lives at module level: every call runs a fresh agent on a new in-memory
@@ -25,10 +33,9 @@ from kit_promptfoo.digest import seal
 from kit_promptfoo.kit_request import KitVars, load_case, merged, request_case
 
 from kit.errors import KitInputError
+from kit.plan import Plan, make_plan
 from kit.result import CaseRun
-from kit.runner import invoke
-from kit.runner.agents import Agent, configured_agent
-from kit.settings import Settings, load_settings
+from kit.settings import load_settings
 
 
 def _token_usage(trace: dict[str, Any]) -> dict[str, int]:
@@ -42,10 +49,12 @@ def _cost(trace: dict[str, Any]) -> float:
     return float(sum(float(s.get("cost_usd") or 0) for s in trace.get("spans", [])))
 
 
-def _agent(req: KitVars, settings: Settings) -> Agent:
-    """The settings' agent (the user's, exactly as `kit run --agent` takes it), else the reference agent; the
-    target's own variant (the red team's control) wins over the settings' (`make evals VARIANT=...`)."""
-    return configured_agent(settings, variant=req.variant, policy=req.policy)
+def _plan(req: KitVars) -> Plan:
+    """The plan for this call: the config's agent over the settings'; the target's own variant (the red
+    team's control) wins over the settings' (`make evals VARIANT=...`)."""
+    return make_plan(
+        load_settings(), agent=req.agent, variant=req.variant, policy=req.policy, reference_ok=req.reference
+    )
 
 
 def verdict(case_run: CaseRun) -> dict[str, Any]:
@@ -73,25 +82,34 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     vars_ = (context or {}).get("vars") or {}
     try:
         # Once per call: the worker outlives edits to pyproject.toml and KIT_* can differ per call.
-        settings = load_settings()
         req = merged((options or {}).get("config"), vars_)
-        case = load_case(req.case_file, req.case_id) if req.case_file and req.case_id else None
-        agent = _agent(req, settings)
+        plan = _plan(req)
+        case = load_case(req.case_file, req.case_id, plan) if req.case_file and req.case_id else None
     except (ValueError, KitInputError) as e:
         return {"error": str(e)}
     run_case = _own_copy(request_case(req, case, prompt))
     try:
-        attempt = int(vars_.get("__repeatIndex") or 0)
+        attempt = req.attempt if req.attempt is not None else int(vars_.get("__repeatIndex") or 0)
     except (TypeError, ValueError):
         return {"error": f"__repeatIndex: {vars_.get('__repeatIndex')!r} is not a whole number"}
-    run = invoke(agent, run_case, attempt, timeout=settings.agent_timeout)
+    replayed = plan.replaying and case is not None and run_case.input == case.input
+    # Replaying: the kit stage's run of this case and attempt, judged here; no second agent call.
+    run = plan.run(case, attempt) if replayed else plan.run_live(run_case, attempt)
     if run.case_run.skipped is not None:  # Promptfoo has no "skipped": an error, never a pass
         return {"error": f"case '{run_case.id}': skipped: {run.case_run.skipped}"}
     if run.trace is None:  # the agent raised, hung or gave no trace: an infrastructure error, shown as such
         return {"error": f"case '{run_case.id}': {run.case_run.error}"}
     trace = run.trace
-    variant = req.variant or settings.variant or run_case.variant
-    kit: dict[str, Any] = {"case_id": run_case.id, "case_file": req.case_file, "variant": variant}
+    variant = plan.variant or run_case.variant
+    kit: dict[str, Any] = {
+        "case_id": run_case.id,
+        "case_file": req.case_file,
+        "variant": variant,
+        # What the store records for this run: the plan's agent label and model id.
+        "agent": plan.agent.name,
+        "model": plan.model_of(trace),
+        "replayed": replayed,
+    }
     if case is not None:
         kit["verdict"] = verdict(run.case_run)
         kit["seal"] = seal(run_case.id, trace, kit["verdict"])

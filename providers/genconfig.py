@@ -23,6 +23,7 @@ assertion (providers/oracle_assert.cjs: no Python process per test).
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -80,6 +81,18 @@ def case_test(case: Any) -> dict[str, Any]:
     return {"description": case.id, "vars": vars_, "metadata": metadata}
 
 
+def case_tests(case: Any) -> list[dict[str, Any]]:
+    """The case's tests: one per attempt its `runs:` asks for, each naming its attempt, so Promptfoo judges
+    as many attempts as the kit's runner and DeepEval do."""
+    test = case_test(case)
+    if case.runs == 1:
+        return [test]
+    return [
+        copy.deepcopy({**test, "description": f"{case.id}#{a}", "vars": {**test["vars"], "attempt": a}})
+        for a in range(case.runs)
+    ]
+
+
 def file_ref(target: Path, out: Path) -> str:
     """A `file://` reference to `target` as Promptfoo resolves it: relative to the config file's folder."""
     return "file://" + Path(os.path.relpath(target, out.resolve().parent)).as_posix()
@@ -91,8 +104,10 @@ def agent_provider(out: Path, agent: str | None, model: str | None) -> dict[str,
     if agent is None:
         # One Python worker: the reference agent answers in milliseconds, while each worker costs ~0.7 s of
         # CPU to start (Promptfoo would start one per -j). Another agent keeps Promptfoo's default.
-        return {**provider, "label": "reference-agent", "config": {"policy": "deterministic", "workers": 1}}
-    return {**provider, "label": model or agent}
+        # `reference: true`: this is the kit's own config, which runs the reference agent when no agent is
+        # named anywhere else; any other config must name its agent.
+        return {**provider, "label": "reference-agent", "config": {"reference": True, "workers": 1}}
+    return {**provider, "label": model or agent, "config": {"agent": agent}}
 
 
 def redteam_parts(source: Path, out: Path) -> dict[str, Any]:
@@ -144,7 +159,7 @@ def build(
             ]
         },
         "extensions": [file_ref(HERE / "store_hook.py", out) + ":afterAll"],
-        "tests": [case_test(c) for c in sorted(suite.cases, key=lambda c: (_rel(c.file), c.id))],
+        "tests": [t for c in sorted(suite.cases, key=lambda c: (_rel(c.file), c.id)) for t in case_tests(c)],
     }
     if redteam is not None:
         parts = redteam_parts(redteam, out)

@@ -16,10 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kit.errors import error_line
 from kit.settings import project_root
 
-ROOT = project_root()
-# Cases outside golden/ (the red team's) use the same named invariants as the golden cases.
-GOLDEN_INVARIANTS = ROOT / "golden" / "invariants.yaml"
-
 
 class KitVars(BaseModel):
     """The kit's keys in a test's `vars` or in a provider's / assertion's `config` (vars win)."""
@@ -30,7 +26,13 @@ class KitVars(BaseModel):
     case_file: str | None = None
     context: dict[str, Any] = Field(default_factory=dict)
     variant: str | None = None
-    policy: str = "deterministic"
+    policy: str | None = None
+    # The agent this config runs (`module:callable`); else the settings' (KIT_AGENT, [tool.kit] agent).
+    agent: str | None = None
+    # Only the kit's own reference configs run the reference agent when no agent is named anywhere.
+    reference: bool = False
+    # Which attempt of the case this test is (a case with `runs: N` is N tests); else Promptfoo's repeat index.
+    attempt: int | None = Field(default=None, ge=0)
 
 
 def merged(config: dict[str, Any] | None, vars_: dict[str, Any] | None) -> KitVars:
@@ -80,28 +82,33 @@ def agent_input(prompt: str) -> str | list[dict[str, str]]:
 
 def resolve(path: str) -> Path:
     p = Path(path)
-    return p if p.is_absolute() else ROOT / p
+    return p if p.is_absolute() else project_root() / p
 
 
 @lru_cache(maxsize=64)
-def _load_file(path: str, mtime_ns: int) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """Every case of one file, parsed once per (file, version). The cached `Case` objects are frozen,
-    so no run can change what the next one is judged by."""
-    from kit.case import find_invariants_file, load_suite
+def _load_file(path: str, mtime_ns: int, invariants: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Every case of one file, parsed once per (file, version, invariants). The cached `Case` objects are
+    frozen, so no run can change what the next one is judged by."""
+    from kit.case import load_suite
 
-    p = Path(path)
-    suite = load_suite(p, invariants_file=find_invariants_file(p) or GOLDEN_INVARIANTS)
+    suite = load_suite(Path(path), invariants_file=invariants)
     return {c.id: c for c in suite.cases}, tuple(str(e) for e in suite.errors)
 
 
-def load_case(case_file: str, case_id: str) -> Any:
-    """The case `case_id` of `case_file` (relative to the project root), or ValueError naming both."""
+def load_case(case_file: str, case_id: str, plan: Any = None) -> Any:
+    """The case `case_id` of `case_file` (relative to the project root), its invariants the plan's
+    (`Plan.invariants_for`; default: the settings' plan), or ValueError naming both."""
     path = resolve(case_file)
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:
         raise ValueError(f"{case_file}: case '{case_id}': no such case file") from None
-    cases, errors = _load_file(str(path), mtime)
+    if plan is None:
+        from kit.plan import make_plan
+
+        plan = make_plan()
+    invariants = plan.invariants_for(path)
+    cases, errors = _load_file(str(path), mtime, str(invariants) if invariants else None)
     case = cases.get(case_id)
     if case is None:
         own = [e for e in errors if f"'{case_id}'" in e]

@@ -98,7 +98,8 @@ def build(
     attacks = attacks or GENERIC / "attacks.yaml"
     case = write_case(out.parent, invariants or GENERIC / "invariants.yaml", tools)
     ref = {"case_file": str(case.resolve()), "case_id": CASE_ID}
-    target = {**agent_provider(out, agent, model), "config": ref}
+    provider = agent_provider(out, agent, model)
+    target = {**provider, "config": {**provider.get("config", {}), **ref}}
     config["description"] = agent  # what the store keeps as the run's agent
     config["targets"] = [target]
     config["defaultTest"] = {

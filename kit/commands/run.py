@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitInputError
+from kit.store.values import now
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -83,50 +84,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        return _main(_with_settings(args))
+        return _main(args, _plan(args))
     except KitInputError as e:
         print(f"kit run: {e}", file=sys.stderr)
         return 2
 
 
-def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
-    """The command line over the settings ([tool.kit], KIT_* variables): what was not given comes from them.
-    A variant or policy from the settings drives the reference agent only; a given agent takes precedence."""
+def _plan(args: argparse.Namespace) -> Any:
+    """The command line over the settings ([tool.kit], KIT_* variables), resolved by the one plan every
+    front end runs from. Variant, policy and cassettes drive the reference agent only."""
+    from kit.plan import make_plan
     from kit.settings import load_settings
 
+    if args.merge:
+        return None
     settings = load_settings(
         {
             "agent": args.agent,
             "cases": args.cases,
             "invariants": args.invariants,
-            "variant": args.variant,
-            "agent_policy": args.policy,
             "agent_timeout": args.timeout,
             "run_id": args.run_id,
             "store": args.store,
         }
     )
-    given = vars(args).copy()
-    given.update(
-        cases=str(settings.cases),
-        invariants=str(settings.invariants) if settings.invariants else None,
-        agent=settings.agent,
-        timeout=settings.agent_timeout,
-        run_id=settings.run_id,
-        store=str(settings.store),
-    )
-    if settings.agent:
-        # Settings' variant/policy belong to the reference agent: ignore them for a plug-in agent unless
-        # given on this command line (which is an error, said by _agent).
-        given.update(variant=args.variant, policy=args.policy or "deterministic")
-    else:
-        given.update(variant=settings.variant, policy=settings.agent_policy)
-    return argparse.Namespace(**given)
+    return make_plan(settings, variant=args.variant, policy=args.policy, replay=args.replay, record=args.record)
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, the_plan: Any) -> int:
     from kit.aggregate import summarize
-    from kit.case import load_suite
     from kit.runner import RunOptions, parse_shard, plan, run_suite, shard_cases
     from kit.runner.output import Progress, report
 
@@ -134,33 +120,36 @@ def _main(args: argparse.Namespace) -> int:
         return _merge(args)
     if args.runs is not None and args.runs < 1:
         raise KitInputError(f"--runs must be at least 1, got {args.runs}")
-    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise KitInputError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    timeout = the_plan.timeout
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise KitInputError(f"--timeout must be a positive number of seconds, got {timeout}")
     shard = parse_shard(args.shard) if args.shard else None
-    suite = load_suite(args.cases, args.invariants)
+    suite = the_plan.suite
     for e in suite.errors:
         print(f"kit run: {e}", file=sys.stderr)
     cases = suite.cases
     if args.only:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.id, g) for g in args.only)]
     if not cases:
-        raise KitInputError("no cases to run" + (f" match {args.only}" if args.only else ""), file=args.cases)
+        raise KitInputError("no cases to run" + (f" match {args.only}" if args.only else ""), file=str(the_plan.cases))
     if shard:
         cases = shard_cases(cases, *shard, runs=args.runs)
-    agent = _agent(args)
+    agent = the_plan.agent
 
     jobs = plan(cases, args.runs)
-    run_id = args.run_id or _new_run_id()
+    run_id = the_plan.settings.run_id or _new_run_id()
     run_row = {
         "run_id": run_id,
         "source": "kit",
-        "started_at": _now(),
+        "kind": the_plan.kind,
+        "evals_id": os.environ.get("KIT_EVALS_ID") or None,
+        "started_at": now(),
         "agent": agent.name,
-        "model": _model(args, agent),
+        "model": the_plan.model,
         "config_hash": _config_hash(agent.name, cases, args.runs),
         "meta": {"shard": args.shard, "workers": args.workers, "pool": args.pool, "runs": len(jobs)},
     }
-    sink = _Sink(args, run_row, to_file=bool(shard or args.no_store))
+    sink = _Sink(str(the_plan.store), args, run_row, to_file=bool(shard or args.no_store))
     where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
     if not args.json:
         print(f"kit run {run_id}: {len(cases)} cases, {len(jobs)} runs on {agent.name}{where}", file=sys.stderr)
@@ -171,12 +160,14 @@ def _main(args: argparse.Namespace) -> int:
         progress.update(outcome.case_run)
         sink.add(outcome)
 
-    options = RunOptions(runs=args.runs, timeout=args.timeout, workers=args.workers, mode=args.pool, shard=shard)
+    options = RunOptions(runs=args.runs, timeout=timeout, workers=args.workers, mode=args.pool, shard=shard)
     outcomes = _not_loaded(suite.errors, run_id) if not args.only else []
     for outcome in outcomes:
         sink.add(outcome)
     outcomes += run_suite(jobs, agent, options, run_id=run_id, on_outcome=landed)
     wall = time.perf_counter() - t0
+    if run_row["model"] is None:  # no model set: the traces' own
+        run_row["model"] = next((m for o in outcomes if (m := the_plan.model_of(o.trace or {}))), None)
     destination = sink.close(outcomes, complete=not suite.errors)
 
     runs = [o.case_run for o in outcomes]
@@ -221,8 +212,8 @@ def _merge(args: argparse.Namespace) -> int:
 
     from kit.aggregate import summarize
     from kit.runner.output import report
-    from kit.runner.shards import load_case_runs, merge_shards, shard_run_ids
     from kit.store import open_store
+    from kit.store.shards import load_case_runs, merge_shards, shard_run_ids
 
     for p in args.merge:
         if not Path(p).exists():
@@ -257,31 +248,6 @@ def _merge(args: argparse.Namespace) -> int:
     return 0 if runs and all(r.passed for r in runs) else 1
 
 
-def _agent(args: argparse.Namespace) -> Any:
-    from kit.runner.agents import load_agent, reference_agent
-
-    if args.agent:
-        if args.variant or args.replay or args.record or args.policy != "deterministic":
-            raise KitInputError(
-                "--variant, --policy, --replay and --record drive the reference agent; not with --agent"
-            )
-        return load_agent(args.agent)
-    if args.variant:
-        from kit.agent.run import VARIANTS
-
-        if args.variant not in VARIANTS:
-            raise KitInputError(f"unknown variant {args.variant!r} (known: {', '.join(VARIANTS)})")
-    if args.replay and not Path(args.replay).is_dir():
-        raise KitInputError("no such cassette folder", file=args.replay)
-    return reference_agent(variant=args.variant, policy=args.policy, replay=args.replay, record=args.record)
-
-
-def _model(args: argparse.Namespace, agent: Any) -> str | None:
-    if args.agent:
-        return os.environ.get("KIT_MODEL")
-    return os.environ.get("KIT_MODEL") if args.policy == "model" else "deterministic-policy"
-
-
 def _config_hash(agent: str, cases: list[Any], runs: int | None) -> str:
     """Same agent, same cases and checks, same N: same hash (so runs are comparable)."""
     h = hashlib.sha256(f"{agent}|{runs}".encode())
@@ -301,12 +267,6 @@ def _new_run_id() -> str:
         return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-kit-" + uuid.uuid4().hex[:6]
 
 
-def _now() -> str:
-    from kit.runner.shards import now
-
-    return now()
-
-
 # Results per store write, and the longest a finished result waits for its write: an append to the store's
 # spool survives a SIGKILL of this process, so a killed run loses at most FLUSH_S worth of results.
 RECORD_BATCH = 64
@@ -318,7 +278,7 @@ class _Sink:
     end. If the store cannot be written, everything goes to the JSON file instead, the message says so,
     and `failed` makes the exit 2."""
 
-    def __init__(self, args: argparse.Namespace, run_row: dict[str, Any], *, to_file: bool) -> None:
+    def __init__(self, store: str, args: argparse.Namespace, run_row: dict[str, Any], *, to_file: bool) -> None:
         self.args, self.run_row, self.store = args, run_row, None
         self.failed = False
         self.pending: list[Any] = []
@@ -329,9 +289,11 @@ class _Sink:
         try:
             from kit.store import open_store
 
-            self.store = open_store(args.store)
+            self.store = open_store(store)
             self.store.start_run(
                 "kit",
+                kind=run_row["kind"],
+                evals_id=run_row["evals_id"],
                 agent=run_row["agent"],
                 model=run_row["model"],
                 config_hash=run_row["config_hash"],
@@ -374,14 +336,14 @@ class _Sink:
 
     def close(self, outcomes: list[Any], *, complete: bool = True) -> str:
         """Finish the run (`incomplete` when cases are missing); returns where the results are."""
-        from kit.runner.shards import rows, write_file
+        from kit.store.shards import rows, write_file
 
         status = "complete" if complete else "incomplete"
         self.closed.set()
         self.flush()
         if self.store is not None:
             try:
-                self.store.finish_run(self.run_row["run_id"], status=status, merge=False)
+                self.store.finish_run(self.run_row["run_id"], status=status, merge=False, model=self.run_row["model"])
             except Exception as e:
                 self._store_failed(e)
         if self.store is not None:
@@ -397,10 +359,10 @@ class _Sink:
             self.store.close()
             if not self.args.out:
                 return str(self.store.path)
-            self.run_row.update(status=status, finished_at=_now())
+            self.run_row.update(status=status, finished_at=now())
             written = write_file(self.args.out, rows(self.run_row, outcomes))
             return f"{self.store.path} and {written}"
-        self.run_row.update(status=status, finished_at=_now())
+        self.run_row.update(status=status, finished_at=now())
         args = self.args
         if args.out:
             path = args.out

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit.calibrate import soft_gate_calibrations
 from kit.judge import judge_failure_lines
 from kit.pipeline.stages import StageResult
 from kit.store import queries as q
@@ -20,6 +21,8 @@ class Collected:
     matrix: dict[str, dict[str, tuple[int, int]]]
     failing: list[dict[str, Any]]
     by_check: list[dict[str, Any]] = field(default_factory=list)  # kit.store.queries.check_tally
+    soft: list[dict[str, Any]] = field(default_factory=list)  # kit.calibrate.soft_gate_calibrations
+    judge_usage: list[dict[str, Any]] = field(default_factory=list)  # queries.judge_usage, every new run
 
     @property
     def gated(self) -> list[dict[str, Any]]:
@@ -35,7 +38,52 @@ def collect(con: Any, before: set[str]) -> Collected:
         q.case_matrix(con, gated),
         q.failing_checks_of_runs(con, gated),
         q.check_tally(con, gated),
+        soft_gate_calibrations(con, gated),
+        q.judge_usage(con, [r["run_id"] for r in runs]),
     )
+
+
+def soft_lines(data: Collected) -> list[str]:
+    """Beside each soft gate's pass rate, how far to trust it: its rubric's last calibration."""
+    if not data.soft:
+        return []
+    lines = ["\n== soft gates (judged rubrics; calibration: kit calibrate LABELS)"]
+    stage_of = {r["run_id"]: r["stage"] for r in data.runs}
+    for g in data.soft:
+        judged = g["passed"] + g["failed"]
+        rate = f"{g['passed']}/{judged} passed ({g['passed'] / judged:.0%})" if judged else f"{g['skipped']} skipped"
+        errors = f", {g['errors']} judge errors" if g["errors"] else ""
+        samples = f", majority of {g['samples']}" if (g["samples"] or 1) > 1 else ""
+        stage = stage_of.get(g["run_id"], "?")
+        lines.append(f"  {stage:<17} {g['check']:<34} {rate}{errors}{samples}   {g['calibration']}")
+    return lines
+
+
+def judge_usage_lines(data: Collected) -> list[str]:
+    """Judge calls, tokens and cost per stage, as the endpoints reported them."""
+    if not data.judge_usage:
+        return []
+    stage_of = {r["run_id"]: r["stage"] for r in data.runs}
+    per: dict[str, dict[str, Any]] = {}
+    for u in data.judge_usage:
+        acc = per.setdefault(stage_of.get(u["run_id"], "?"), {"calls": 0, "reported": 0, "p": 0, "c": 0, "cost": None})
+        acc["calls"] += u["calls"]
+        acc["reported"] += u["reported"]
+        acc["p"] += u["prompt_tokens"] or 0
+        acc["c"] += u["completion_tokens"] or 0
+        if u["cost_usd"] is not None:
+            acc["cost"] = (acc["cost"] or 0.0) + u["cost_usd"]
+    lines = ["\n== judge calls (per stage; tokens and cost as the endpoint reported them)"]
+    for stage, a in sorted(per.items()):
+        cost = f"${a['cost']:.4f}" if a["cost"] is not None else "cost not reported"
+        usage = (
+            f"{a['p']:,} prompt + {a['c']:,} completion tokens"
+            + (f" (usage reported on {a['reported']} of them)" if a["reported"] < a["calls"] else "")
+            if a["reported"]
+            else "usage not reported"
+        )
+        lines.append(f"  {stage:<17} {a['calls']} calls, {usage}, {cost}")
+    return lines
 
 
 def summary_text(
@@ -61,7 +109,7 @@ def summary_text(
         rate = f"{r['passed'] / r['runs']:.0%}" if r["runs"] else "-"
         role = "  CONTROL: must fail, not gated" if q.is_control(r) else ""
         lines.append(
-            f"  {r['source']:<10} {r['run_id']:<34} {r['status'] or '':<10} "
+            f"  {r['stage']:<17} {r['run_id']:<34} {r['status'] or '':<10} "
             f"{r['passed']}/{r['runs']} case runs passed ({rate}), {r['cases']} cases  "
             f"[{r['model'] or r['agent'] or ''}]{role}"
         )
@@ -71,7 +119,7 @@ def summary_text(
         table.setdefault((g["source"], g["gate"]), {})[g["outcome"]] = g["n"]
     for (src, gate), counts in sorted(table.items()):
         shown = ", ".join(f"{counts.get(o, 0)} {o}" for o in ("pass", "fail", "error", "skipped") if counts.get(o))
-        lines.append(f"  {src:<10} {gate:<5} {shown}")
+        lines.append(f"  {src:<17} {gate:<5} {shown}")
     matrix = data.matrix
     sources = sorted({s for per in matrix.values() for s in per})
     lines.append("\n== cases (passed/runs per source)")
@@ -82,6 +130,8 @@ def summary_text(
             c_n = matrix[case_id].get(s)
             cells.append(f"{'-' if c_n is None else f'{c_n[0]}/{c_n[1]}' + ('' if c_n[0] == c_n[1] else ' !'):>20}")
         lines.append("  " + f"{case_id[:40]:<40}" + "".join(cells))
+    lines += soft_lines(data)
+    lines += judge_usage_lines(data)
     lines += judge_failure_lines(data.by_check)
     if data.failing:
         lines += failing_lines(data, report)
@@ -114,7 +164,7 @@ def failing_lines(data: Collected, report: str | None) -> list[str]:
     lines.append("\n== failing checks (first few)")
     for f in data.failing[:DETAIL]:
         lines.append(
-            f"  {f['source']:<10} {f['case_id']:<34} {f['gate']} {f['outcome']}: {f['check']}: "
+            f"  {f['source']:<17} {f['case_id']:<34} {f['gate']} {f['outcome']}: {f['check']}: "
             f"{' '.join(str(f['reason']).split())[:140]} (x{f['n']})"
         )
     if len(data.failing) > DETAIL:

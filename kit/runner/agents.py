@@ -113,15 +113,37 @@ def reference_agent(
 
     mode = "+replay" if replay else ("+record" if record else "")
     label = f"reference:{policy}{mode}" + (f"+{variant}" if variant else "")
-    return Agent(label, call, uses_kit_agent=True, converse=converse)
+    return Agent(label, call, uses_kit_agent=True, converse=converse, variant=variant)
 
 
-def configured_agent(settings: Settings, *, variant: str | None = None, policy: str | None = None) -> Agent:
-    """The agent every front end runs: the user's callable when the settings name one, else the reference
-    agent (a `variant` given here, e.g. a red-team control target's, wins over the settings')."""
+def configured_agent(
+    settings: Settings,
+    *,
+    variant: str | None = None,
+    policy: str | None = None,
+    replay: str | Path | None = None,
+    record: str | Path | None = None,
+) -> Agent:
+    """The agent every front end runs (through kit.plan): the user's callable when the settings name one,
+    else the reference agent (a `variant` given here, e.g. a red-team control target's, wins over the
+    settings'). Variant, policy and cassettes drive the reference agent: given with a user's agent, they
+    are an error, never silently dropped; the settings' own variant and policy apply to the reference
+    agent only."""
     if settings.agent:
+        if variant or policy not in (None, "deterministic") or replay or record:
+            raise KitInputError(
+                "--variant, --policy, --replay and --record drive the reference agent; not with --agent"
+            )
         return load_agent(settings.agent)
-    return reference_agent(variant=variant or settings.variant, policy=policy or settings.agent_policy)
+    variant = variant or settings.variant
+    if variant:
+        from kit.agent.run import VARIANTS
+
+        if variant not in VARIANTS:
+            raise KitInputError(f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})")
+    if replay and not Path(replay).is_dir():
+        raise KitInputError("no such cassette folder", file=str(replay))
+    return reference_agent(variant=variant, policy=policy or settings.agent_policy, replay=replay, record=record)
 
 
 def load_agent(spec: str) -> Agent:

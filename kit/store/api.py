@@ -9,23 +9,27 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
 
 from kit import duck
+from kit.judge import JudgeCall
 from kit.result import CaseRun
 from kit.store import lock
 from kit.store.lock import StoreError
 from kit.store.merge import merge_spools
-from kit.store.rows import KEY, Gate, case_rows
+from kit.store.rows import KEY, Gate, RunKind, case_rows, shaped
 from kit.store.schema import NewerSchemaError, migrate
 from kit.store.spool import SpoolWriter, process_identity, spool_dir
-from kit.store.values import normalise_event, timestamp
+from kit.store.values import normalise_event, now, timestamp
 
 DEFAULT_PATH = Path(".kit/evals.duckdb")
+# The pipeline names each `make evals` so that a report shows that run's stages and no later ones.
+EVALS_ID_ENV = "KIT_EVALS_ID"
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
@@ -66,14 +70,10 @@ def open_store(path: str | os.PathLike[str] | None = None) -> Store:
     return Store(store_path(path))
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
-
-
 def _iso_utc(stamp: str) -> str:
     """An ISO timestamp as naive UTC (DuckDB's TIMESTAMP), whatever offset it was written with; now when
     it is not a timestamp (an ingested file's own field, say)."""
-    return timestamp(stamp) or _now()
+    return timestamp(stamp) or now()
 
 
 def current_git_sha(cwd: str | os.PathLike[str] | None = None) -> str | None:
@@ -90,6 +90,10 @@ def new_run_id(source: str) -> str:
     """Sortable by time and readable: 20250130T025212-kit-1a2b3c."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{source}-{uuid.uuid4().hex[:6]}"
+
+
+def _labelled_control(*labels: str | None) -> bool:
+    return any(str(label or "").startswith("control-") for label in labels)
 
 
 class Store:
@@ -125,12 +129,18 @@ class Store:
         meta: dict[str, Any] | None = None,
         detached: bool = False,
         started_at: str | None = None,
+        kind: RunKind | None = None,
+        evals_id: str | None = None,
     ) -> str:
         """Record a new run and return its id.
 
         The run belongs to this process: if it dies before `finish_run`, the run is marked `incomplete`.
         `detached=True` for a run that other processes will finish (it stays `running` until then).
         `started_at` (ISO 8601, UTC) for results produced earlier, e.g. an ingested file's own timestamp.
+        `kind`: a golden eval, a red team or a control (a deliberately vulnerable target); baselines and
+        comparisons pair only runs of one kind; unset, a `control-…` model or agent is a control, anything
+        else a golden eval. `evals_id`: the `make evals` this run belongs to (default:
+        $KIT_EVALS_ID, which the pipeline sets for every stage).
         """
         from kit import __version__
 
@@ -139,10 +149,10 @@ class Store:
         self._write(
             {
                 "t": "run",
-                "ts": _now(),
+                "ts": now(),
                 "run_id": run_id,
                 "source": source,
-                "started_at": _iso_utc(started_at) if started_at else _now(),
+                "started_at": _iso_utc(started_at) if started_at else now(),
                 "git_sha": sha,
                 "agent": agent,
                 "model": model,
@@ -151,6 +161,8 @@ class Store:
                 "status": "running",
                 "owner": None if detached else process_identity(),
                 "meta": meta,
+                "kind": kind or ("control" if _labelled_control(agent, model) else "golden"),
+                "evals_id": evals_id or os.environ.get(EVALS_ID_ENV) or None,
             }
         )
         return run_id
@@ -166,7 +178,7 @@ class Store:
 
     def record_many(self, run_id: str, case_runs: list[tuple[CaseRun, Any]], gate: Gate = "hard") -> None:
         """Several results in one write (a runner that batches saves a syscall per result)."""
-        ts = _now()
+        ts = now()
         self._writer.write_many([normalise_event(self.case_event(run_id, cr, tr, gate, ts)) for cr, tr in case_runs])
 
     def case_event(
@@ -177,8 +189,8 @@ class Store:
         checks = [{k: v for k, v in r.items() if k not in KEY} for r in tables["check_results"]]
         if gate == "soft":
             key = {"run_id": run_id, "case_id": case_run.case_id, "attempt": case_run.attempt}
-            return {"t": "case_soft", "ts": ts or _now(), **key, "checks": checks}
-        return {"t": "case", "ts": ts or _now(), **tables["case_results"][0], "checks": checks}
+            return {"t": "case_soft", "ts": ts or now(), **key, "checks": checks}
+        return {"t": "case", "ts": ts or now(), **tables["case_results"][0], "checks": checks}
 
     def record_soft(
         self,
@@ -195,17 +207,21 @@ class Store:
         rubric_hash: str | None = None,
         raw_answer: str | None = None,
         prompt: str | None = None,
+        calls: Sequence[JudgeCall] | None = None,
     ) -> None:
         """A judged (soft-gate) verdict, with the judge call that produced it.
 
         A soft gate with no judge model configured is `skipped` (with the reason), never a pass.
+        `calls`: every judge call behind the verdict (its K samples, drafted steps), each a `judge_calls` row
+        with its tokens; without them, the one call the judge fields describe is that row.
         """
         if outcome not in ("pass", "fail", "skipped", "error"):
             raise ValueError(f"outcome must be pass/fail/skipped/error, not {outcome!r}")
+        judged = {"judge_model": judge_model, "raw_answer": raw_answer, "prompt": prompt} if calls is None else {}
         self._write(
             {
                 "t": "check",
-                "ts": _now(),
+                "ts": now(),
                 "run_id": run_id,
                 "case_id": case_id,
                 "attempt": attempt,
@@ -215,18 +231,47 @@ class Store:
                 "score": score,
                 "threshold": threshold,
                 "reason": reason,
-                "judge_model": judge_model,
                 "rubric_hash": rubric_hash,
-                "raw_answer": raw_answer,
-                "prompt": prompt,
+                **judged,
             }
         )
+        if calls:
+            self.record_judge_calls(run_id, case_id, attempt, check, rubric_hash, calls)
+
+    def record_judge_calls(
+        self, run_id: str, case_id: str, attempt: int, check: str, rubric_hash: str | None, calls: Sequence[JudgeCall]
+    ) -> None:
+        """Judge calls as `judge_calls` rows (a soft gate's samples, or a calibration's: its id as `run_id`,
+        the labelled answer's id as `case_id`)."""
+        ts = now()
+        key = {"run_id": run_id, "case_id": case_id, "attempt": attempt, "check": check, "rubric_hash": rubric_hash}
+        self._writer.write_many([normalise_event({"t": "judge", "ts": ts, **key, **asdict(c)}) for c in calls])
+
+    def record_calibration(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One `kit calibrate`'s figures, a `calibrations` row per rubric. Written at once under the store
+        lock (one command, one write): the report reads it beside each soft gate."""
+        shaped_rows = [shaped("calibrations", r) for r in rows]
+        if not shaped_rows:
+            return
+        names = list(shaped_rows[0])
+        columns_sql = ", ".join(names)
+        with self.connect() as con:
+            con.executemany(
+                f"INSERT INTO calibrations ({columns_sql}) VALUES ({', '.join('?' for _ in names)})",
+                [list(r.values()) for r in shaped_rows],
+            )
 
     def finish_run(
-        self, run_id: str, status: Literal["complete", "incomplete"] = "complete", merge: bool = True
+        self,
+        run_id: str,
+        status: Literal["complete", "incomplete"] = "complete",
+        merge: bool = True,
+        *,
+        model: str | None = None,
     ) -> None:
-        """Mark the run finished and (by default) merge the spools so readers see it at once."""
-        self._write({"t": "finish", "ts": _now(), "run_id": run_id, "status": status})
+        """Mark the run finished and (by default) merge the spools so readers see it at once. `model`: the
+        model id the traces carried, kept when the run started without one."""
+        self._write({"t": "finish", "ts": now(), "run_id": run_id, "status": status, "model": model})
         if merge:
             self.merge()
 

@@ -31,9 +31,9 @@ RECORD_CHARS = 100_000  # how much of a quarantined line the table keeps
 
 _APPLY = (
     """INSERT INTO runs (run_id, source, started_at, git_sha, agent, model, config_hash, kit_version,
-                         status, owner, meta)
+                         status, owner, meta, kind, evals_id)
        SELECT run_id, source, started_at, git_sha, agent, model, config_hash, kit_version,
-              coalesce(status, 'running'), owner, meta
+              coalesce(status, 'running'), owner, meta, coalesce(kind, 'golden'), evals_id
        FROM ev WHERE t = 'run' AND run_id NOT IN (SELECT run_id FROM runs)
        QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY ts) = 1""",
     """INSERT INTO case_results (run_id, case_id, attempt, passed, steps, tokens, cost_usd, latency_ms,
@@ -47,12 +47,13 @@ _APPLY = (
        SELECT run_id, case_id, attempt, "check", coalesce(gate, 'soft'), outcome, score, reason, threshold
        FROM ev WHERE t = 'check'""",
     """INSERT INTO judge_calls (run_id, case_id, attempt, "check", judge_model, rubric_hash, prompt,
-                                raw_answer, score, outcome, recorded_at)
+                                raw_answer, score, outcome, recorded_at, prompt_tokens, completion_tokens,
+                                cost_usd, latency_ms, sample, reason, error)
        SELECT run_id, case_id, attempt, "check", judge_model, rubric_hash, prompt, raw_answer, score,
-              outcome, ts
-       FROM ev WHERE t = 'check' AND (judge_model IS NOT NULL OR raw_answer IS NOT NULL)""",
-    """UPDATE runs SET status = f.status, finished_at = f.ts
-       FROM (SELECT run_id, last(status ORDER BY ts) AS status, max(ts) AS ts
+              outcome, ts, prompt_tokens, completion_tokens, cost_usd, latency_ms, sample, reason, error
+       FROM ev WHERE t = 'judge' OR (t = 'check' AND (judge_model IS NOT NULL OR raw_answer IS NOT NULL))""",
+    """UPDATE runs SET status = f.status, finished_at = f.ts, model = coalesce(runs.model, f.model)
+       FROM (SELECT run_id, last(status ORDER BY ts) AS status, max(ts) AS ts, any_value(model) AS model
              FROM ev WHERE t = 'finish' GROUP BY run_id) f
        WHERE runs.run_id = f.run_id""",
 )

@@ -41,7 +41,21 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = N
 # run has been written. (The store's tables stay as the contract has them.)
 LAST_EVALS_SUFFIX = ".last-evals.json"
 
-_NOT_CONTROL = "NOT starts_with(coalesce(model, ''), 'control-') AND NOT starts_with(coalesce(agent, ''), 'control-')"
+
+# A run's kind (golden, redteam, control); a run stored before kinds were recorded is a control when its
+# model or agent is labelled `control-...`, else golden.
+def kind_sql(alias: str = "") -> str:
+    """The SQL expression of a run's kind, for the `runs` table (or its alias)."""
+    a = f"{alias}." if alias else ""
+    legacy = f"(starts_with(coalesce({a}model, ''), 'control-') OR starts_with(coalesce({a}agent, ''), 'control-'))"
+    return f"coalesce({a}kind, CASE WHEN {legacy} THEN 'control' ELSE 'golden' END)"
+
+
+KIND_SQL = kind_sql()
+# What the summary calls a run's stage: its source, with its kind when it is not a golden eval
+# (`promptfoo/redteam`, `promptfoo/control`), so an eval and a red team are never added into one line.
+STAGE_SQL = f"r.source || CASE WHEN {kind_sql('r')} = 'golden' THEN '' ELSE '/' || {kind_sql('r')} END"
+_NOT_CONTROL = f"{KIND_SQL} <> 'control'"
 
 
 def last_evals_file(store_path: str | Path) -> Path:
@@ -77,34 +91,46 @@ def last_evals(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r for r in wanted if r in present]
 
 
-def _latest(con: duckdb.DuckDBPyConnection, source: str | None, back: int = 0) -> str | None:
+def _latest(con: duckdb.DuckDBPyConnection, source: str | None, back: int = 0, kind: str | None = None) -> str | None:
     if back == 0:
         evals = last_evals(con)
         if evals:
-            # A single run stands for them: the kit's runner's (the one `make evals` reports on), else the first.
-            info = {r: run_info(con, r)["source"] for r in evals}
-            mine = [r for r in evals if source is None or info[r] == source]
+            # A single run stands for them: the kit's runner's (the one `make evals` reports on), else the first
+            # golden eval, else the first.
+            info = {r: run_info(con, r) for r in evals}
+            mine = [
+                r
+                for r in evals
+                if (source is None or info[r]["source"] == source) and (kind is None or info[r]["kind"] == kind)
+            ]
             if mine:
-                return next((r for r in mine if info[r] == "kit"), mine[0])
+                return next(
+                    (r for r in mine if info[r]["source"] == "kit"),
+                    next((r for r in mine if info[r]["kind"] == "golden"), mine[0]),
+                )
     src_sql, src_params = ("AND source = ?", [source]) if source else ("", [])
+    kind_sql, kind_params = (f"AND {KIND_SQL} = ?", [kind]) if kind else ("", [])
     row = con.execute(
-        f"SELECT run_id FROM runs WHERE {_NOT_CONTROL} {src_sql} "
+        f"SELECT run_id FROM runs WHERE {_NOT_CONTROL} {src_sql} {kind_sql} "
         "ORDER BY started_at DESC, run_id DESC LIMIT 1 OFFSET ?",
-        [*src_params, back],
+        [*src_params, *kind_params, back],
     ).fetchone()
     return None if row is None else str(row[0])
 
 
-def resolve_run(con: duckdb.DuckDBPyConnection, ref: str = "latest", source: str | None = None) -> str:
+def resolve_run(
+    con: duckdb.DuckDBPyConnection, ref: str = "latest", source: str | None = None, kind: str | None = None
+) -> str:
     """A run id from a reference: `latest` (the newest run that is not a red-team control; right after
-    `make evals`, its kit run), `previous` (latest's baseline: the run before it of the same source and
+    `make evals`, its kit run), `previous` (latest's baseline: the run before it of the same source, kind and
     agent), `latest~N`, a run id or its unique prefix, a git sha (prefix) or a model id (its latest run).
-    A control run is never `latest` or `previous`; name it by its id."""
+    `kind` (golden, redteam) narrows `latest` and `previous` to runs of that kind. A control run is never
+    `latest` or `previous`; name it by its id."""
     src_sql, src_params = ("AND source = ?", [source]) if source else ("", [])
     m = re.fullmatch(r"latest(?:~(\d+))?|previous", ref)
     if m:
         back = 0 if ref == "previous" else int(m.group(1) or 0)
-        found = _latest(con, source, back)
+        found = _latest(con, source, back, kind)
         if found is not None and ref == "previous":
             found = baseline_run(con, found)
             if found is None:
@@ -128,7 +154,7 @@ def resolve_run(con: duckdb.DuckDBPyConnection, ref: str = "latest", source: str
 
 
 def run_info(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
-    rows = _rows(con, "SELECT * EXCLUDE (meta) FROM runs WHERE run_id = ?", [run_id])
+    rows = _rows(con, f"SELECT * EXCLUDE (meta, kind), {KIND_SQL} AS kind FROM runs WHERE run_id = ?", [run_id])
     if not rows:
         raise RunNotFound(f"no run {run_id!r}")
     return rows[0]
@@ -274,22 +300,25 @@ def compare(con: duckdb.DuckDBPyConnection, a: str, b: str) -> Comparison:
 
 
 def is_control(run: dict[str, Any]) -> bool:
-    """A deliberately vulnerable target (model or agent labelled `control-…`): it must fail, which its own
-    stage checks, so it is shown apart, never gated and never a baseline."""
+    """A deliberately vulnerable target (kind `control`; before kinds were recorded, a model or agent
+    labelled `control-…`): it must fail, which its own stage checks, so it is shown apart, never gated and
+    never a baseline."""
+    if run.get("kind"):
+        return run["kind"] == "control"
     return str(run.get("model") or "").startswith("control-") or str(run.get("agent") or "").startswith("control-")
 
 
 def baseline_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     """The run a run is compared with (`kit report`'s comparison, `make evals`' flips and gate): the latest
-    earlier complete run of the same source and agent, never a control. The model may differ: what
-    flipped between models is exactly the question."""
+    earlier complete run of the same source, kind and agent (a golden eval is never compared with a red
+    team), never a control. The model may differ: what flipped between models is exactly the question."""
+    p_kind, r_kind = kind_sql("p"), kind_sql("r")
     row = con.execute(
-        """SELECT p.run_id FROM runs p, runs r
+        f"""SELECT p.run_id FROM runs p, runs r
            WHERE r.run_id = ? AND p.source = r.source AND coalesce(p.agent, '') = coalesce(r.agent, '')
+             AND {p_kind} = {r_kind} AND {p_kind} <> 'control'
              AND (p.started_at, p.run_id) < (r.started_at, r.run_id)
              AND coalesce(p.status, 'complete') = 'complete'
-             AND NOT starts_with(coalesce(p.model, ''), 'control-')
-             AND NOT starts_with(coalesce(p.agent, ''), 'control-')
            ORDER BY p.started_at DESC, p.run_id DESC LIMIT 1""",
         [run_id],
     ).fetchone()
@@ -305,7 +334,8 @@ def runs_since(con: duckdb.DuckDBPyConnection, before: set[str]) -> list[dict[st
     Merged shards keep their own, earlier, start times, hence a set rather than a time."""
     return _rows(
         con,
-        """SELECT r.run_id, r.source, r.status, r.agent, r.model, r.started_at,
+        f"""SELECT r.run_id, r.source, {kind_sql("r")} AS kind, {STAGE_SQL} AS stage, r.status, r.agent,
+                  r.model, r.started_at,
                   count(c.run_id) AS runs, count_if(c.passed) AS passed, count(DISTINCT c.case_id) AS cases
            FROM runs r LEFT JOIN case_results c USING (run_id)
            WHERE r.run_id NOT IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY r.started_at, r.run_id""",
@@ -314,10 +344,10 @@ def runs_since(con: duckdb.DuckDBPyConnection, before: set[str]) -> list[dict[st
 
 
 def gate_counts(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
-    """Check results per source, gate and outcome over several runs."""
+    """Check results per stage (`source`: the source, with its kind unless golden), gate and outcome."""
     return _rows(
         con,
-        """SELECT r.source, k.gate, k.outcome, count(*) AS n
+        f"""SELECT {STAGE_SQL} AS source, k.gate, k.outcome, count(*) AS n
            FROM check_results k JOIN runs r USING (run_id)
            WHERE k.run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY ALL""",
         [run_ids],
@@ -328,7 +358,7 @@ def case_matrix(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict[str,
     """case id -> source -> (passed, runs) over several runs; red-team cases left out (their own stage)."""
     rows = _rows(
         con,
-        """SELECT c.case_id, r.source AS src, count(*) AS n, count_if(c.passed) AS c
+        f"""SELECT c.case_id, {STAGE_SQL} AS src, count(*) AS n, count_if(c.passed) AS c
            FROM case_results c JOIN runs r USING (run_id)
            WHERE c.run_id IN (SELECT unnest(?::VARCHAR[])) AND NOT starts_with(c.case_id, 'redteam/')
            GROUP BY ALL""",
@@ -344,10 +374,11 @@ def failing_checks_of_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -
     """Failing and erroring checks (both gates) over several runs, per source, case and check."""
     return _rows(
         con,
-        """SELECT r.source, k.case_id, k."check", k.gate, k.outcome, any_value(k.reason) AS reason, count(*) AS n
+        f"""SELECT {STAGE_SQL} AS source, k.case_id, k."check", k.gate, k.outcome, any_value(k.reason) AS reason,
+                  count(*) AS n
            FROM check_results k JOIN runs r USING (run_id)
            WHERE k.run_id IN (SELECT unnest(?::VARCHAR[])) AND k.outcome IN ('fail', 'error')
-           GROUP BY ALL ORDER BY r.source, k.case_id, k."check" """,
+           GROUP BY ALL ORDER BY source, k.case_id, k."check" """,
         [run_ids],
     )
 
@@ -378,11 +409,12 @@ def check_tally(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict
     Only checks that failed somewhere, the most failed cases first."""
     return _rows(
         con,
-        """SELECT k."check", k.gate, starts_with(k.case_id, 'redteam/') AS redteam,
+        f"""SELECT k."check", k.gate, starts_with(k.case_id, 'redteam/') AS redteam,
                   count(DISTINCT k.case_id) AS cases,
                   count(DISTINCT k.case_id) FILTER (WHERE k.outcome IN ('fail', 'error')) AS failed,
                   count(DISTINCT k.case_id) FILTER (WHERE k.outcome = 'error') AS errored,
-                  list(DISTINCT r.source ORDER BY r.source) FILTER (WHERE k.outcome IN ('fail', 'error')) AS sources,
+                  list(DISTINCT {STAGE_SQL} ORDER BY {STAGE_SQL})
+                    FILTER (WHERE k.outcome IN ('fail', 'error')) AS sources,
                   first(k.reason ORDER BY k.case_id, k.attempt)
                     FILTER (WHERE k.outcome IN ('fail', 'error') AND coalesce(k.reason, '') <> '') AS reason
            FROM check_results k JOIN runs r USING (run_id)
@@ -403,16 +435,15 @@ def case_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, tuple[
 
 
 def judge_usage(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
-    """Per source (the stage that wrote the run): judge calls, tokens and cost, as the endpoints reported
-    them (`reported`: how many calls reported usage at all; a cost is NULL when none reported one)."""
+    """Per run: judge calls, tokens and cost, as the endpoints reported them (`reported`: how many calls
+    reported usage at all; a sum is NULL when no call reported it). Runs without judge calls are left out."""
     return _rows(
         con,
-        """SELECT r.source, count(*) AS calls, count(j.prompt_tokens) AS reported,
-                  sum(j.prompt_tokens) AS prompt_tokens, sum(j.completion_tokens) AS completion_tokens,
-                  sum(j.cost_usd) AS cost_usd
-           FROM judge_calls j JOIN runs r USING (run_id)
-           WHERE j.run_id IN (SELECT unnest(?::VARCHAR[]))
-           GROUP BY r.source ORDER BY r.source""",
+        """SELECT run_id, count(*) AS calls, count(prompt_tokens) AS reported,
+                  sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
+                  sum(cost_usd) AS cost_usd
+           FROM judge_calls WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
+           GROUP BY run_id ORDER BY run_id""",
         [run_ids],
     )
 

@@ -47,6 +47,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE spool_offsets ADD COLUMN merged_lines BIGINT",
         "ALTER TABLE spool_offsets ADD COLUMN merged_seq BIGINT",
     ),
+    (  # 5: what a run is (golden eval, red team, control) and which `make evals` it belongs to
+        "ALTER TABLE runs ADD COLUMN kind VARCHAR",
+        "ALTER TABLE runs ADD COLUMN evals_id VARCHAR",
+    ),
+    (  # 6: what each judge call cost, which of K samples it was, and the calibrations of the rubrics
+        "ALTER TABLE judge_calls ADD COLUMN prompt_tokens BIGINT",
+        "ALTER TABLE judge_calls ADD COLUMN completion_tokens BIGINT",
+        "ALTER TABLE judge_calls ADD COLUMN cost_usd DOUBLE",
+        "ALTER TABLE judge_calls ADD COLUMN latency_ms DOUBLE",
+        "ALTER TABLE judge_calls ADD COLUMN sample INTEGER",
+        "ALTER TABLE judge_calls ADD COLUMN reason VARCHAR",
+        "ALTER TABLE judge_calls ADD COLUMN error VARCHAR",
+        # One row per rubric per `kit calibrate`: how far the judge agreed with people on labelled answers.
+        """CREATE TABLE calibrations (calibration_id VARCHAR NOT NULL, calibrated_at TIMESTAMP, rubric VARCHAR,
+             rubric_hash VARCHAR, judge_model VARCHAR, samples INTEGER, n INTEGER, agreement DOUBLE,
+             kappa DOUBLE, consistency DOUBLE, labels_file VARCHAR)""",
+    ),
 )
 
 LATEST = len(MIGRATIONS)

@@ -18,7 +18,7 @@ from typing import Any
 
 from kit.store.schema import columns
 
-EVENT_TYPES = ("run", "case", "case_soft", "check", "finish")
+EVENT_TYPES = ("run", "case", "case_soft", "check", "finish", "judge")
 KEY = ("run_id", "case_id", "attempt")
 
 # Every key an event may carry, with its type: DuckDB reads all spool lines in one pass with this.
@@ -36,6 +36,8 @@ EVENT_COLUMNS: dict[str, str] = {
     "kit_version": "VARCHAR",
     "owner": "VARCHAR",
     "meta": "JSON",
+    "kind": "VARCHAR",
+    "evals_id": "VARCHAR",
     "status": "VARCHAR",
     "case_id": "VARCHAR",
     "attempt": "INTEGER",
@@ -57,6 +59,9 @@ EVENT_COLUMNS: dict[str, str] = {
     "rubric_hash": "VARCHAR",
     "prompt": "VARCHAR",
     "raw_answer": "VARCHAR",
+    "prompt_tokens": "BIGINT",  # a judge call's usage, as its endpoint reported it
+    "completion_tokens": "BIGINT",
+    "sample": "INTEGER",  # which of a verdict's K judge samples
 }
 CHECK_FIELDS: dict[str, str] = {c: t for c, t in columns("check_results") if c not in KEY}
 
@@ -144,6 +149,11 @@ def _value(name: str, kind: str, value: Any, *, required: bool = False) -> Any:
     return fixed
 
 
+def now() -> str:
+    """The current time as the store keeps it: naive UTC, ISO 8601, microseconds."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
 def timestamp(value: Any) -> str | None:
     """An ISO 8601 timestamp as naive UTC (DuckDB's TIMESTAMP), whatever offset it has; None if it is not one."""
     return _timestamp(value)
@@ -171,7 +181,7 @@ def normalise_event(event: Any) -> dict[str, Any]:
     required = {"run_id"}
     if kind == "run":
         required.add("source")
-    if kind in ("case", "case_soft", "check"):
+    if kind in ("case", "case_soft", "check", "judge"):
         required |= {"case_id", "attempt"}
     out: dict[str, Any] = {}
     for name, value in event.items():
@@ -185,7 +195,7 @@ def normalise_event(event: Any) -> dict[str, Any]:
     missing = sorted(required - {k for k, v in out.items() if v is not None})
     if missing:
         raise BadRecord(f"{missing[0]}: missing")
-    if not out["run_id"] or (kind in ("case", "case_soft", "check") and not out["case_id"]):
+    if not out["run_id"] or (kind in ("case", "case_soft", "check", "judge") and not out["case_id"]):
         raise BadRecord("run_id and case_id must not be empty")
     if kind == "check":
         out["outcome"] = _outcome(out.get("outcome"))

@@ -23,11 +23,10 @@ import deepeval  # noqa: E402
 from deepeval.utils import get_is_running_deepeval  # noqa: E402
 
 from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
-from deepeval_metrics.runner import agent_name, variant  # noqa: E402
+from deepeval_metrics.runner import plan  # noqa: E402
 from deepeval_metrics.session import EvalSession  # noqa: E402
 from kit.judge import judge_config  # noqa: E402
 from kit.report.gate import load_policy  # noqa: E402
-from kit.settings import load_settings  # noqa: E402
 
 _SESSION: EvalSession | None = None
 _IO: list[str] = []
@@ -42,7 +41,7 @@ def _distributed(config: pytest.Config) -> bool:
 
 
 def gates_file() -> Path:
-    return load_settings().gates
+    return plan().settings.gates
 
 
 def _silence_started_telemetry() -> None:
@@ -60,10 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _SESSION = EvalSession.begin(
         "deepeval",
         worker=_is_worker(config),
-        agent=agent_name(),
-        model=load_settings().agent_model,
+        agent=plan().agent.name,
+        model=plan().model,
+        kind=plan().kind,
         meta={
-            "variant": variant(),
+            "variant": plan().variant,
+            "replayed": str(plan().settings.replay_runs) if plan().replaying else None,
             "judge": judge.describe() if judge else None,
             "deepeval": deepeval.__version__,
             "runner": "deepeval test run" if get_is_running_deepeval() else "pytest",
@@ -76,7 +77,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     judge = judge_config()
     return [
         f"kit: run {_SESSION.run_id} -> {_SESSION.store.path}",
-        f"kit: agent {agent_name()}, variant {variant() or 'none'}; "
+        f"kit: agent {plan().agent.name}, variant {plan().variant or 'none'}"
+        f"{', judging the runs recorded in ' + str(plan().settings.replay_runs) if plan().replaying else ''}; "
         f"{judge.describe() if judge else 'no judge: rubrics are skipped'}",
         f"kit: deepeval per-test IO: {', '.join(_IO) or 'stock (KIT_DEEPEVAL_CACHE=1)'}",
         *(

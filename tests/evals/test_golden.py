@@ -4,11 +4,11 @@ hard-gate metrics and the rubrics that apply as soft gates.
     deepeval test run tests/evals                      # or: make deepeval-evals
     KIT_VARIANT=skip_lookup deepeval test run tests/evals
     KIT_CASES=path/to/cases KIT_RUBRICS=path/to/rubrics.yaml ...
+
+Agent, cases, invariants, rubrics and timeout come from the one plan (kit.plan) every front end runs from.
 """
 
 from __future__ import annotations
-
-import os
 
 import pytest
 from deepeval import assert_test
@@ -17,16 +17,16 @@ from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.conversation_rubric import conversation_rubric_metrics
 from deepeval_metrics.oracle import oracle_metrics
 from deepeval_metrics.rubric_metric import rubric_metrics
-from deepeval_metrics.rubrics import load_rubrics
-from deepeval_metrics.runner import load_agent, run_case
+from kit.rubrics import load_rubrics
+from deepeval_metrics.runner import plan, run_case
 from deepeval_metrics.session import EvalSession
 from deepeval_metrics.testcase import kit_test_case
-from kit.case import Case, load_suite
+from kit.case import Case
 from kit.judge import judge_config
 from kit.trace import parse_trace
 
-SUITE = load_suite(os.environ.get("KIT_CASES") or "golden")
-RUBRICS = load_rubrics(os.environ.get("KIT_RUBRICS") or "golden/rubrics.yaml")
+SUITE = plan().suite
+RUBRICS = load_rubrics(plan().rubrics)
 JUDGE = judge_config()
 RUNS = [pytest.param(c, a, id=f"{c.id}#{a}") for c in SUITE.cases for a in range(c.runs)]
 
@@ -41,7 +41,7 @@ if SUITE.errors:  # one broken case fails here, by name; the other cases still r
 @pytest.mark.parametrize(("case", "attempt"), RUNS)
 def test_golden_case(case: Case, attempt: int, kit_session: EvalSession) -> None:
     log = CaseLog(case, attempt)
-    run = run_case(load_agent(), case, attempt)
+    run = run_case(case, attempt)
     if run.case_run.skipped is not None:  # e.g. a simulated user with no user model: recorded, never a pass
         log.skipped = run.case_run.skipped
         kit_session.record(log)
@@ -51,6 +51,7 @@ def test_golden_case(case: Case, attempt: int, kit_session: EvalSession) -> None
         kit_session.record(log)
         pytest.fail(f"case {case.id} attempt {attempt}: no trace: {log.error}", pytrace=False)
     log.trace = parse_trace(run.trace)
+    log.judged = run.case_run  # the oracle's verdict on this trace: the metrics present it, not judge again
     # A multi-turn case is a ConversationalTestCase: conversational oracle metrics and G-Eval rubrics.
     soft = conversation_rubric_metrics if case.is_multi_turn else rubric_metrics
     metrics = [*oracle_metrics(case, log), *soft(RUBRICS, case, JUDGE, log)]

@@ -18,7 +18,7 @@ from deepeval_metrics import rubric_metric
 from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.oracle import oracle_metrics
 from deepeval_metrics.rubric_metric import RubricMetric
-from deepeval_metrics.rubrics import Rubric
+from kit.rubrics import Rubric
 from deepeval_metrics.testcase import kit_test_case
 from kit.case import parse_case
 from kit.doubles.openai_server import ScriptedOpenAIServer

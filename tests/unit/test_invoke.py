@@ -84,7 +84,8 @@ def via_runner(project: Path, fn: str) -> Invocation:
 
 def via_deepeval(project: Path, fn: str, monkeypatch: pytest.MonkeyPatch) -> Invocation:
     monkeypatch.setenv("KIT_AGENT", f"front_agent:{fn}")
-    return deepeval_runner.run_case(deepeval_runner.load_agent(), _case(project), 0)
+    deepeval_runner.plan.cache_clear()
+    return deepeval_runner.run_case(_case(project), 0)
 
 
 def via_promptfoo(project: Path, fn: str, monkeypatch: pytest.MonkeyPatch) -> dict:

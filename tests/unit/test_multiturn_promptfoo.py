@@ -12,7 +12,7 @@ CASE_ID = "mt-refund-confirmed-next-turn"
 
 
 def call(prompt: str, **vars_: object) -> dict:
-    return agent_provider.call_api(prompt, {"config": {}}, {"vars": vars_})
+    return agent_provider.call_api(prompt, {"config": {"reference": True}}, {"vars": vars_})
 
 
 def ctx(response: dict, **vars_: object) -> dict:

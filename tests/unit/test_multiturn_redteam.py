@@ -16,7 +16,7 @@ TARGET = {"case_file": "redteam/case.yaml", "case_id": "redteam-attack"}
 
 def attack(prompt: str, variant: str | None = None) -> dict:
     vars_ = {**TARGET, **({"variant": variant} if variant else {})}
-    r = agent_provider.call_api(prompt, {"config": {}}, {"vars": vars_})
+    r = agent_provider.call_api(prompt, {"config": {"reference": True}}, {"vars": vars_})
     assert "error" not in r, r
     return r
 

@@ -13,7 +13,7 @@ from kit.case import load_suite
 from kit.cli import main as kit
 from kit.runner import Job, RunOptions, plan, run_suite, shard_cases
 from kit.runner.agents import load_agent
-from kit.runner.shards import merge_shards
+from kit.store.shards import merge_shards
 
 CASES = """\
 id: greet

@@ -276,7 +276,7 @@ def _table(con, source: str) -> tuple[list[str], list[tuple]]:
 
 
 def test_shard_files_and_the_store_hold_identical_rows(tmp_path, monkeypatch):
-    from kit.runner.shards import merge_shards, rows, write_file
+    from kit.store.shards import merge_shards, rows, write_file
 
     outcomes = _outcomes(tmp_path, monkeypatch)
     store = open_store(tmp_path / "s.duckdb")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kit.errors import KitInputError, first_error
 from kit.result import CaseRun, Result
 from kit.store.ingest import Ingested, digest, existing_runs, read_json
+from kit.store.rows import RunKind
 
 # Promptfoo's model-graded assertion types (judged by an LLM or a model): soft gates.
 MODEL_GRADED = {
@@ -161,6 +162,27 @@ def _provider(r: PfResult) -> str:
     return str(r.provider.get("label") or r.provider.get("id") or "unknown")
 
 
+def _kind(pf: PfFile, provider: str, results: list[tuple[int, PfResult]]) -> RunKind:
+    """A control target's run (a `control-` label: it must fail), a red team's (the config has a red team,
+    or its tests came from red-team plugins), else a golden eval."""
+    if provider.startswith("control-"):
+        return "control"
+    if "redteam" in pf.config or any(
+        isinstance(r.testCase.get("metadata"), dict) and r.testCase["metadata"].get("pluginId") for _, r in results
+    ):
+        return "redteam"
+    return "golden"
+
+
+def _planned(results: list[tuple[int, PfResult]], key: str) -> str | None:
+    """What the kit's provider said of the run (`metadata.kit`: the plan's agent label, the model id)."""
+    for _, r in results:
+        kit = ((r.response or {}).get("metadata") or {}).get("kit") if isinstance(r.response, dict) else None
+        if isinstance(kit, dict) and kit.get(key):
+            return str(kit[key])
+    return None
+
+
 def parse(path: Path) -> PfFile:
     raw = read_json(path)
     if not isinstance(raw, dict) or "results" not in raw:
@@ -252,10 +274,12 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
             continue
         if force:
             run_id = f"{run_id}-{digest([path.stat().st_mtime_ns, run_id])[:6]}"
+        results = by_provider[provider]
         store.start_run(
             "promptfoo",
-            model=provider,
-            agent=pf.config.get("description") and str(pf.config["description"]),
+            kind=_kind(pf, provider, results),
+            model=_planned(results, "model") or provider,
+            agent=_planned(results, "agent") or (pf.config.get("description") and str(pf.config["description"])),
             config_hash=config_hash,
             git_sha=git_sha,
             run_id=run_id,

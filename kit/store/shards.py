@@ -9,7 +9,6 @@ Columns are the store's (`kit.store.schema`) and rows are `kit.store.rows.case_r
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any
 
 import duckdb
 
+from kit import duck
 from kit.errors import KitInputError
-from kit.runner.suite import Outcome
 from kit.store.rows import case_rows, shaped
 from kit.store.schema import columns, migrate
 
@@ -38,18 +37,15 @@ def _encoded(table: str, row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def rows(run: dict[str, Any], outcomes: Iterable[Outcome]) -> dict[str, list[dict[str, Any]]]:
-    """The three tables' rows for one suite run: the run, and `case_rows` of each outcome."""
+def rows(run: dict[str, Any], outcomes: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
+    """The three tables' rows for one suite run: the run, and `case_rows` of each outcome (an object with
+    `case_run` and `trace`, as `kit.runner.invoke` returns)."""
     tables: dict[str, list[dict[str, Any]]] = {"runs": [shaped("runs", {c: run.get(c) for c in _names("runs")})]}
     tables["case_results"], tables["check_results"] = [], []
     for o in outcomes:
         for table, found in case_rows(run["run_id"], o.case_run, o.trace, "hard").items():
             tables[table].extend(found)
     return {table: [_encoded(table, r) for r in found] for table, found in tables.items()}
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 # --- files ----------------------------------------------------------------------------------------------
@@ -62,10 +58,8 @@ def write_file(path: str | Path, tables: dict[str, list[dict[str, Any]]]) -> Pat
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(tables, default=str), encoding="utf-8")
         return p
-    import duckdb
-
     p.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(":memory:")
+    con = duck.connect()
     try:
         migrate(con)  # the store's own tables, so a shard file has exactly the store's columns and types
         for table in TABLES:
