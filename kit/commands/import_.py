@@ -1,4 +1,5 @@
-"""`kit import FILE... [--format F] [--case-id ID] [--tool-error REGEX] [-o OUT.json]`: recorded runs -> kit traces.
+"""`kit import FILE... [--format F] [--case-id ID] [--case-attr NAME] [--tool-error REGEX] [--end-state FILE]
+[--strict] [-o OUT.json]`: recorded runs -> kit traces.
 
 Reads OpenAI chat-completions message lists and OTLP JSON exports (GenAI semantic conventions, OpenInference,
 OpenLLMetry; one document or the Collector's one batch per line; with OTLP logs files joined to their spans)
@@ -18,6 +19,7 @@ from typing import IO
 
 from kit.errors import KitInputError
 from kit.importers import FORMATS, iter_import
+from kit.importers.end_state import read_end_state
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +35,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--case-attr",
         metavar="NAME",
         help="the span or resource attribute naming each run's case, for many cases in one file (default: kit.case_id)",
+    )
+    parser.add_argument(
+        "--end-state",
+        metavar="FILE",
+        help="the tables after the run (JSON {table: [rows]}, or a SQLite or DuckDB file): the trace's end_state, "
+        "for end_state checks (one run only)",
     )
     parser.add_argument(
         "--strict",
@@ -91,6 +99,7 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
     held: str | None = None  # the first trace, until a second one says the output is a list
     n = bare = 0
     try:
+        tables = read_end_state(args.end_state) if args.end_state else None
         traces = iter_import(
             args.files,
             args.format,
@@ -111,6 +120,15 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
                 attempt += 1
             t["attempt"] = attempt
             used.add(attempt)
+            if tables is not None:
+                if n:
+                    raise KitInputError(
+                        f"--end-state {args.end_state}: the tables after one run, and the import holds more than one "
+                        "run: import each run with its own end state"
+                    )
+                if t.get("end_state"):
+                    notes.append(f"the run's own end_state ({', '.join(t['end_state'])}) replaced by {args.end_state}")
+                t["end_state"] = tables
             bare += _no_content(t)
             text = json.dumps(t, indent=2, default=str)
             if n == 0:
