@@ -7,6 +7,12 @@ pool (processes, threads, one process) side by side, each in a fresh interpreter
 peak memory (the runner plus its workers), and the kit's own overhead, i.e. everything but the agent:
 loading the cases, the pool, reading traces, every check, and writing the results to a DuckDB store.
 Target: the suite x 5 in under 10 s on 2 cores, overhead under 5%.
+
+    .venv/bin/python bench/run.py --baseline REV [--rounds 5] [--modes process]
+
+The same suite in a checkout of REV (`git archive`, imported through PYTHONPATH) and in this one,
+alternating, each round in fresh interpreters: medians of wall time and of the pool's time, and the
+ratios this/REV. What shows that the reference agent's fast path did not get slower.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -93,11 +100,15 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--cases", default=str(ROOT / "golden"))
     p.add_argument("--modes", default="process,thread,serial")
+    p.add_argument("--baseline", metavar="REV", help="compare with this git revision, interleaved")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of the comparison with --baseline")
     p.add_argument("--one", nargs=3, metavar=("MODE", "TAPES", "STORE"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.one:
         print(json.dumps(one(a.one[0], a.cases, a.runs, a.one[1], a.one[2])))
         return 0
+    if a.baseline:
+        return compare(a)
     with tempfile.TemporaryDirectory() as tmp:
         tapes = Path(tmp) / "cassettes"
         tapes.mkdir()
@@ -159,6 +170,49 @@ def main() -> int:
     for r in rows:
         if r["first_error"]:
             print(f"{r['mode']}: {r['errors']} runs errored, e.g. {r['first_error']}")
+    return 0
+
+
+def _side(checkout: Path | None, mode: str, a: argparse.Namespace, tapes: Path, store: Path) -> dict:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if checkout is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), env.get("PYTHONPATH")) if p)
+    argv = [sys.executable, __file__, "--runs", str(a.runs), "--cases", a.cases, "--one", mode, str(tapes), str(store)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout)
+
+
+def compare(a: argparse.Namespace) -> int:
+    """This checkout against `a.baseline`, interleaved (the order alternates every round)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "baseline"
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", a.baseline], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+        tapes = Path(tmp) / "cassettes"
+        tapes.mkdir()
+        record(a.cases, str(tapes))
+        for mode in a.modes.split(","):
+            got: dict[str, list[dict]] = {"baseline": [], "this": []}
+            for r in range(a.rounds):
+                order = [("baseline", old), ("this", None)]
+                for name, checkout in order if r % 2 == 0 else order[::-1]:
+                    store = Path(tmp) / f"{name}-{mode}-{r}.duckdb"
+                    got[name].append(_side(checkout, mode, a, tapes, store))
+            med = {k: {f: statistics.median(x[f] for x in v) for f in ("wall_s", "run_s")} for k, v in got.items()}
+            errors = {k: sum(x["errors"] for x in v) for k, v in got.items()}
+            runs = got["this"][0]["runs"]
+            print(
+                f"kit run, reference agent, {mode} pool, {runs} runs, {a.rounds} rounds interleaved "
+                f"({os.cpu_count()} CPUs): medians"
+            )
+            for k in ("baseline", "this"):
+                label = a.baseline if k == "baseline" else "this checkout"
+                print(f"  {label:>14}: wall {med[k]['wall_s']:.2f} s, pool {med[k]['run_s']:.2f} s, errors {errors[k]}")
+            print(
+                f"  this / {a.baseline}: wall {med['this']['wall_s'] / med['baseline']['wall_s']:.2f}x, "
+                f"pool {med['this']['run_s'] / med['baseline']['run_s']:.2f}x"
+            )
     return 0
 
 
