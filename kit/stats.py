@@ -4,15 +4,15 @@
 - `holm`: Holm's step-down adjustment of p-values over a family (the cases compared).
 - `wilson`: the Wilson score interval of a pass fraction.
 - `smallest_detectable_drop`: the largest fall from 100% that a given number of attempts can still miss.
-- `suite_pass_hat_k_interval`: an interval for a suite's pass^k (the mean over cases of each case's p^k).
+- `suite_pass_hat_k_intervals`: intervals for a suite's pass^k (the mean over cases of each case's p^k).
+- `beta_cdf`, `beta_quantile`: the Beta distribution those intervals rest on.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from fractions import Fraction
-from math import comb, sqrt
+from math import comb, exp, lgamma, log, log1p, sqrt
 
 Z95 = 1.959963984540054  # the 97.5% quantile of the standard normal: a two-sided 95% interval
 
@@ -113,30 +113,82 @@ def detectable_drop_sentence(attempts: int, alpha: float, family: int = 1) -> st
     )
 
 
+def beta_cdf(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function I_x(a, b): the CDF of Beta(a, b) at x, by its continued
+    fraction (Lentz's method), on the side where it converges fast."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = exp(a * log(x) + b * log1p(-x) - (lgamma(a) + lgamma(b) - lgamma(a + b)))
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1 - x) / b
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def beta_quantile(q: float, a: float, b: float) -> float:
+    """The x at which Beta(a, b)'s CDF reaches q, by bisection (to 1e-12)."""
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-12:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if beta_cdf(mid, a, b) < q else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _beta_moment(a: float, b: float, j: int) -> float:
+    """E[p^j] for p ~ Beta(a, b)."""
+    out = 1.0
+    for i in range(j):
+        out *= (a + i) / (a + b + i)
+    return out
+
+
 def suite_pass_hat_k_intervals(
-    counts: Sequence[tuple[int, int]], ks: Sequence[int], *, level: float = 0.95, draws: int = 1000, seed: int = 0
+    counts: Sequence[tuple[int, int]], ks: Sequence[int], *, level: float = 0.95
 ) -> dict[int, tuple[float, float]]:
     """Intervals for a suite's pass^k, the mean over its cases of each case's chance that k runs all pass
-    (p^k), for each k given. Each case's pass rate is drawn from its Jeffreys posterior,
-    Beta(passed + 1/2, failed + 1/2), `draws` times with a fixed seed (the same counts always give the same
-    interval, and one set of draws serves every k); the interval is the middle `level` of the means. The
-    cases are the suite's own, not a sample: only the attempts vary. A k above some case's attempts has no
-    pass^k (as in kit.aggregate), so no interval; nor has a suite without cases."""
+    (p^k), for each k given. Each case's pass rate has the Jeffreys posterior Beta(passed + 1/2, failed +
+    1/2); the suite's mean of p^k then has an exact mean and variance (the cases are independent), and the
+    interval is the middle `level` of the Beta distribution with that mean and variance. For one case and
+    k = 1 that is the Jeffreys interval itself. The interval never leaves out the estimate C(c,k)/C(n,k)
+    averaged over cases (as at 5/5, whose upper bound is 1). The cases are the suite's own, not a sample:
+    only the attempts vary. A k above some case's attempts has no pass^k (as in kit.aggregate), so no
+    interval; nor has a suite without cases."""
     for c, n in counts:
         _check_counts(c, n)
-    wanted = sorted({k for k in ks if k >= 1 and counts and all(n >= k for _, n in counts)})
-    if not wanted:
-        return {}
-    rng = random.Random(seed)
     m = len(counts)
-    means: dict[int, list[float]] = {k: [] for k in wanted}
-    for _ in range(draws):
-        rates = [rng.betavariate(c + 0.5, n - c + 0.5) for c, n in counts]
-        for k in wanted:
-            means[k].append(sum(r**k for r in rates) / m)
-    tail = (1 - level) / 2
-    out = {}
-    for k, values in means.items():
-        values.sort()
-        out[k] = (values[int(tail * (draws - 1))], values[round((1 - tail) * (draws - 1))])
+    out: dict[int, tuple[float, float]] = {}
+    for k in sorted(set(ks)):
+        if k < 1 or not m or any(n < k for _, n in counts):
+            continue
+        posteriors = [(c + 0.5, n - c + 0.5) for c, n in counts]
+        mean = sum(_beta_moment(a, b, k) for a, b in posteriors) / m
+        var = sum(_beta_moment(a, b, 2 * k) - _beta_moment(a, b, k) ** 2 for a, b in posteriors) / m**2
+        point = sum(comb(c, k) / comb(n, k) for c, n in counts) / m
+        # The Beta with this mean and variance (a mean of [0, 1] variables has var < mean (1 - mean)).
+        spread = mean * (1 - mean) / var - 1
+        a, b = mean * spread, (1 - mean) * spread
+        tail = (1 - level) / 2
+        lo, hi = beta_quantile(tail, a, b), beta_quantile(1 - tail, a, b)
+        out[k] = (min(lo, point), max(hi, point))
     return out

@@ -88,28 +88,48 @@ def test_smallest_detectable_drop_by_hand():
     )
 
 
-def _beta_half_three_halves_quantile(q: float) -> float:
-    """Beta(1/2, 3/2)'s quantile: its CDF is (2/π)(asin √x + √(x(1-x))) (x = sin²θ turns the integral of
-    x^-1/2 (1-x)^1/2 into θ + sinθ cosθ); solved by bisection."""
+def _beta_half_three_halves_cdf(x: float) -> float:
+    """Beta(1/2, 3/2)'s CDF by hand: x = sin²θ turns the integral of x^-1/2 (1-x)^1/2 / B(1/2, 3/2) into
+    (2/π)(θ + sinθ cosθ)."""
+    return 2 / math.pi * (math.asin(math.sqrt(x)) + math.sqrt(x * (1 - x)))
+
+
+def _quantile(cdf, q: float) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2
-        cdf = 2 / math.pi * (math.asin(math.sqrt(mid)) + math.sqrt(mid * (1 - mid)))
-        lo, hi = (mid, hi) if cdf < q else (lo, mid)
+        lo, hi = (mid, hi) if cdf(mid) < q else (lo, mid)
     return lo
 
 
-def test_suite_pass_hat_k_interval_is_the_jeffreys_posterior_and_reproducible():
-    # One case at 0/1: its Jeffreys posterior is Beta(1/2, 3/2); pass^1 is its rate.
-    got = stats.suite_pass_hat_k_intervals([(0, 1)], [1], draws=20000)[1]
-    assert got[0] == pytest.approx(_beta_half_three_halves_quantile(0.025), abs=0.002)
-    assert got[1] == pytest.approx(_beta_half_three_halves_quantile(0.975), abs=0.01)
+def test_beta_cdf_by_hand():
+    for x in (0.001, 0.2, 0.5, 0.7, 0.999):
+        assert stats.beta_cdf(x, 1, 1) == pytest.approx(x, abs=1e-12)  # uniform
+        assert stats.beta_cdf(x, 2, 1) == pytest.approx(x * x, abs=1e-12)
+        assert stats.beta_cdf(x, 0.5, 1.5) == pytest.approx(_beta_half_three_halves_cdf(x), abs=1e-12)
+        assert stats.beta_cdf(x, 40.5, 2.5) == pytest.approx(1 - stats.beta_cdf(1 - x, 2.5, 40.5), abs=1e-12)
+    assert stats.beta_quantile(0.975, 0.5, 1.5) == pytest.approx(_quantile(_beta_half_three_halves_cdf, 0.975))
+
+
+def test_suite_pass_hat_k_interval_is_the_jeffreys_interval_for_one_case():
+    # One case at 0/1: the Jeffreys posterior Beta(1/2, 3/2); its lower bound is the estimate 0 itself.
+    upper = _quantile(_beta_half_three_halves_cdf, 0.975)
+    assert stats.suite_pass_hat_k_intervals([(0, 1)], [1])[1] == pytest.approx((0.0, upper), abs=1e-9)
+    # 1/1 mirrors it: Beta(3/2, 1/2); the upper bound is the estimate 1.
+    lower = 1 - upper
+    assert stats.suite_pass_hat_k_intervals([(1, 1)], [1])[1] == pytest.approx((lower, 1.0), abs=1e-9)
+
+
+def test_suite_pass_hat_k_intervals_shrink_with_attempts_and_skip_undefined_k():
     counts = [(38, 40), (40, 40), (20, 40)]
-    once = stats.suite_pass_hat_k_intervals(counts, [1, 2, 50])
-    assert once == stats.suite_pass_hat_k_intervals(counts, [1, 2])  # fixed seed; k > attempts: no interval
-    (lo1, hi1), (lo2, hi2) = once[1], once[2]
+    got = stats.suite_pass_hat_k_intervals(counts, [1, 2, 50])
+    assert set(got) == {1, 2}  # k = 50 is above the attempts: no pass^k, no interval
+    (lo1, hi1), (lo2, hi2) = got[1], got[2]
     point1 = (38 + 40 + 20) / 120
-    assert lo1 < point1 < hi1 and lo2 < hi2 < hi1  # pass^2 is below pass^1
+    assert lo1 < point1 < hi1 and lo2 < lo1 and hi2 < hi1  # pass^2 is below pass^1
+    # The exact mean and variance of the suite's mean: its middle is near the posterior mean.
+    posterior_mean = (38.5 / 41 + 40.5 / 41 + 20.5 / 41) / 3
+    assert lo1 < posterior_mean < hi1
     wider = stats.suite_pass_hat_k_intervals([(19, 20), (20, 20), (10, 20)], [1])[1]
     assert wider[1] - wider[0] > hi1 - lo1  # half the attempts: a wider interval
     assert stats.suite_pass_hat_k_intervals([], [1]) == {}
