@@ -17,7 +17,7 @@ from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
 from kit.errors import error_line
-from kit.judge import OPENAI_COMPATIBLE, JudgeConfig
+from kit.judge import OPENAI_COMPATIBLE, JudgeConfig, usage_of
 
 
 class JudgeError(RuntimeError):
@@ -33,6 +33,9 @@ class Exchange:
     model: str
     latency_ms: float
     error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None  # where the endpoint reports it (kit.judge.usage_of)
 
 
 @dataclass
@@ -102,12 +105,13 @@ class KitJudgeModel(DeepEvalBaseLLM):
     def get_model_name(self, *args: Any, **kwargs: Any) -> str:
         return self.config.model
 
-    def _complete(self, prompt: str) -> tuple[str, str]:
-        """(raw answer text, the model id the server says answered)."""
+    def _complete(self, prompt: str) -> tuple[str, str, tuple[int | None, int | None, float | None]]:
+        """(raw answer text, the model id the server says answered, (prompt tokens, completion tokens, cost))."""
         if self._hosted is not None:
             out = self._hosted.generate(prompt)
-            text = out[0] if isinstance(out, tuple) else out
-            return str(text), self.config.model
+            text, cost = (out[0], out[1]) if isinstance(out, tuple) else (out, None)
+            cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+            return str(text), self.config.model, (None, None, cost)  # DeepEval's classes report cost only
         import openai
 
         try:
@@ -125,16 +129,19 @@ class KitJudgeModel(DeepEvalBaseLLM):
         content = response.choices[0].message.content if response.choices else None
         if content is None:
             raise JudgeError(f"{self.config.describe()} returned no message content")
-        return content, response.model or self.config.model
+        usage = response.usage.model_dump() if response.usage is not None else None
+        return content, response.model or self.config.model, usage_of(usage)
 
     def generate(self, prompt: str, schema: type[BaseModel] | None = None, **_: Any) -> Any:
         started = time.perf_counter()
         try:
-            raw, served_by = self._complete(prompt)
+            raw, served_by, (prompt_tokens, completion_tokens, cost) = self._complete(prompt)
         except JudgeError as exc:
             self.log.exchanges.append(Exchange(prompt, None, self.config.model, _ms(started), str(exc)))
             raise
-        self.log.exchanges.append(Exchange(prompt, raw, served_by, _ms(started)))
+        self.log.exchanges.append(
+            Exchange(prompt, raw, served_by, _ms(started), None, prompt_tokens, completion_tokens, cost)
+        )
         if schema is None:
             return raw
         try:

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "cases that flipped between two runs of the suite"),
     "gate": ("gate", "exit non-zero when the latest run fails the gates"),
     "ingest": ("ingest", "load Promptfoo or DeepEval result files into the store"),
+    "calibrate": ("calibrate", "measure how far each rubric's judge agrees with labelled answers (Cohen's kappa)"),
 }
 
 

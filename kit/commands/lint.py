@@ -28,6 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tools", metavar="FILE", help="tool schemas (default: the nearest tools.json)")
     parser.add_argument("--rubrics", metavar="FILE", help="G-Eval rubrics (default: the settings' rubrics file)")
     parser.add_argument("--gates", metavar="FILE", help="gate policy whose floors apply (default: the settings' gates)")
+    parser.add_argument(
+        "--labels", metavar="FILE", help="labelled answers for kit calibrate (default: PATH's labels.yaml, if any)"
+    )
 
 
 def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
@@ -144,6 +147,22 @@ def floor_warnings(cases: list[Case], default_floor: float) -> list[str]:
     return out
 
 
+def lint_labels(root: Path, given: str | None, rubrics: RubricSet) -> list[KitInputError]:
+    """A labels file's problems (kit/labels.py): its rubric exists, the params it needs are there, `human`
+    is pass or fail. The file given, else `labels.yaml` in the linted folder when there is one."""
+    from kit.labels import read_labels
+
+    path = Path(given) if given else root / "labels.yaml"
+    if not given and not path.is_file():
+        return []
+    try:
+        labels = read_labels(path, rubrics)
+    except KitInputError as e:
+        return [e]
+    print(f"kit lint: {path}: {len(labels.answers)} labelled answers")
+    return list(labels.problems)
+
+
 def main(args: argparse.Namespace) -> int:
     root = Path(args.path)
     suite = load_suite(root)
@@ -168,6 +187,7 @@ def main(args: argparse.Namespace) -> int:
         problems += rubrics.lint(suite.cases)  # a rubric attached by id to a case without what it needs
         for line in rubrics.coverage(suite.cases):
             print(f"kit lint: note: {line}")
+        problems += lint_labels(root, getattr(args, "labels", None), rubrics)
     default_floor, problem = read_policy_floor(getattr(args, "gates", None))
     if problem is not None:
         problems.append(problem)

@@ -78,6 +78,9 @@ def _cards(page: Page) -> str:
         gates = "".join(
             f'<div class="t"><b>{g}</b> gates: {_tally_line(pr["tally"].get(g, {}))}</div>' for g in ("hard", "soft")
         )
+        gates += "".join(  # each rubric soft gate's calibration: how far its judge agrees with people
+            f'<div class="t">{escape(check)}: {escape(state)}</div>' for check, state in pr["calibration"].items()
+        )
         cards.append(
             f'<div class="card{" control" if r["control"] else ""}" data-source="{escape(r["display_source"])}">'
             f'<div class="src">{sides.get(r["run_id"], "")}{escape(r["display_source"])}{badge}{status}</div>'

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kit.calibrate import soft_gate_calibrations
 from kit.report import page_data as pd
 
 MAX_STRING = 2_000  # characters of one value (a message, a tool result) before it is cut
@@ -233,6 +234,11 @@ def build(
         "checks": check_lists,
         "S": strings.items,
     }
+    # Beside each rubric soft gate, how far to trust it: its rubric's last calibration, or `uncalibrated`.
+    for pr in payload["runs"]:
+        pr["calibration"] = {}
+    for g in soft_gate_calibrations(con, ids):
+        payload["runs"][run_index[g["run_id"]]]["calibration"][g["check"]] = g["calibration"]
     return payload, runs
 
 

@@ -140,3 +140,58 @@ def test_the_committed_labels_cover_the_reference_rubrics() -> None:
     for rubric in rubrics.rubrics:  # each rubric has answers a person passed and failed: kappa is defined
         humans = {a.human for a in got.answers if a.rubric.name == rubric.name}
         assert humans == {"pass", "fail"}, rubric.name
+
+
+def test_export_writes_a_stored_runs_judged_answers_to_label(tmp_path: Path, capsys) -> None:
+    from kit.case import load_suite
+    from kit.cli import main
+    from kit.runner import invoke
+    from kit.runner.agents import reference_agent
+    from kit.store import open_store
+
+    case = next(c for c in load_suite(ROOT / "golden").cases if c.id == "refund-happy-path")
+    inv = invoke(reference_agent(), case, 0, timeout=10)
+    store = open_store(tmp_path / "evals.duckdb")
+    run_id = store.start_run("deepeval", agent="reference")
+    store.record(run_id, inv.case_run, inv.trace)
+    for rubric, outcome in (
+        ("resolves_request", "pass"),
+        ("refund_explained", "fail"),
+        ("tone_courteous_and_plain", "skipped"),
+    ):
+        store.record_soft(run_id, case.id, 0, f"rubric:{rubric}", outcome=outcome)
+    store.finish_run(run_id)
+    store.close()
+    argv = ["calibrate", "--export", run_id, "--store", str(tmp_path / "evals.duckdb"), "--cases", str(ROOT / "golden")]
+    assert main([*argv, "--rubrics", str(ROOT / "golden" / "rubrics.yaml")]) == 0
+    out = capsys.readouterr().out
+    items = yaml.safe_load(out)
+    # The judged answers only (a skipped rubric gave no verdict), each with what its rubric shows the judge.
+    assert [i["rubric"] for i in items] == ["refund_explained", "resolves_request"]
+    explained, resolves = items
+    assert explained["expected_output"] == case.reference and explained["input"] == case.input
+    assert resolves["actual_output"] == inv.trace["final_output"] and set(resolves) == {
+        "id",
+        "rubric",
+        "input",
+        "actual_output",
+        "human",
+    }
+    assert all(i["human"] is None for i in items) and "human:\n" in out
+    labelled = tmp_path / "labelled.yaml"
+    labelled.write_text(out.replace("human:\n", "human: pass\n"))
+    got = read_labels(labelled, load_rubrics(ROOT / "golden" / "rubrics.yaml"))
+    assert got.problems == () and len(got.answers) == 2
+
+
+def test_kit_lint_names_every_labels_problem(tmp_path: Path, capsys) -> None:
+    from kit.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "- {id: x, rubric: nope, actual_output: a, human: pass}\n- {rubric: tone_courteous_and_plain, human: maybe}\n"
+    )
+    assert main(["lint", str(ROOT / "golden"), "--labels", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: case 'x': check rubric:nope: no rubric 'nope'" in err
+    assert f"{bad}: case '#2': check rubric:tone_courteous_and_plain: human" in err
