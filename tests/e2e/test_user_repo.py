@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -124,3 +125,8 @@ def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(t
         assert (source, "myagent:run", "where-is-my-order", True) in by_source, report
     assert deepeval.returncode == 0 and promptfoo.returncode == 0, report
     assert evals.returncode == 0, report
+    # Every stage of make evals ran clean in the user's repository (the red team's included).
+    summary = (repo / ".kit" / "summary.txt").read_text()
+    stages = re.findall(r"^  (\w+)\s+exit (\d+)", summary.split("== stages", 1)[1].split("\n\n", 1)[0], re.M)
+    assert {name for name, _ in stages} >= {"kit", "deepeval", "promptfoo", "redteam"}, summary
+    assert [name for name, code in stages if code != "0"] == [], summary
