@@ -6,7 +6,8 @@
 Formats: `openai` (chat-completions message lists), `otel` (OTLP JSON, or the spans the OpenTelemetry SDK's
 ConsoleSpanExporter prints, as a JSON list or one object after another; each span read by the GenAI
 semantic conventions or OpenInference, whichever it follows), `genai` / `openinference` (OTLP JSON read by
-that convention only), and `trace` (already the contract format). `fmt=None` detects the format.
+that convention only), `tau2` (tau-bench 2 simulation results: one multi-turn trace per simulation and
+trial) and `trace` (already the contract format). `fmt=None` detects the format.
 Every trace returned has passed the contract's validation (`kit.trace.parse_trace`). OTLP logs (content
 recorded as log events) are read only together with the traces they belong to: `import_files`.
 `tool_error` (a regular expression) marks tool results that are text matching it as the call's error.
@@ -26,7 +27,7 @@ from typing import Any
 
 from kit.errors import KitInputError
 
-FORMATS = ("openai", "otel", "genai", "openinference", "trace")
+FORMATS = ("openai", "otel", "genai", "openinference", "trace", "tau2")
 LOGS_ALONE = "OTLP logs hold no spans: give the traces file with it (kit import TRACES LOGS)"
 
 
@@ -34,6 +35,7 @@ def detect(data: Any) -> str | None:
     """The format of decoded JSON, or None when it is none of the known ones."""
     from kit.importers.openai_chat import is_openai
     from kit.importers.otlp import is_console, is_otlp
+    from kit.importers.tau2 import is_tau2
 
     if is_otlp(data) or is_console(data):
         return "otel"
@@ -41,6 +43,8 @@ def detect(data: Any) -> str | None:
         return "otel"  # a Collector file: one batch per line, spans and perhaps logs
     if isinstance(data, dict) and "case_id" in data and isinstance(data.get("spans"), list):
         return "trace"
+    if is_tau2(data):
+        return "tau2"
     if is_openai(data):
         return "openai"
     if isinstance(data, list) and data and all(isinstance(d, dict) and "case_id" in d for d in data):
@@ -78,6 +82,15 @@ def convert(
         from kit.importers.openai_chat import from_openai
 
         traces = from_openai(data, case_id=cid, file=file)
+    elif fmt == "tau2":
+        from kit.importers.tau2 import from_tau2, is_tau2
+
+        if not is_tau2(data):
+            raise KitInputError("not tau2 results (expected simulations with task_id and messages)", file=file)
+        traces = from_tau2(data, file=file)
+        if case_id:
+            for t in traces:
+                t["case_id"] = case_id
     elif fmt == "trace":
         items = data if isinstance(data, list) else [data]
         bad = next((n for n, d in enumerate(items) if not isinstance(d, dict)), None)
@@ -183,7 +196,7 @@ def _whole_run(item: Any) -> bool:
     if not isinstance(item, dict) or is_otlp_any(item):
         return False
     return (
-        isinstance(item.get("messages"), list)
+        isinstance(item.get("messages"), list)  # an OpenAI conversation object, or a tau2 simulation
         or isinstance(item.get("traj"), list)
         or ("case_id" in item and isinstance(item.get("spans"), list))
     )
