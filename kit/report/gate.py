@@ -1,6 +1,8 @@
 """The gate policy (gates.yaml) and its verdict: which rules a run breaks. Pure over the store's answers.
 
-One module for every front end: `kit gate`, `make evals` and the DeepEval session's end-of-run floors.
+One module for every front end and every source (the kit's runs, DeepEval's, Promptfoo's): `kit gate`,
+`make evals` and the DeepEval session's end-of-run floors. A case is held to a floor on its pass fraction,
+and against a baseline its change can be told from chance (kit.aggregate.evidence).
 """
 
 from __future__ import annotations
@@ -233,7 +235,9 @@ def verdict(
                     f"(at most {policy.baseline.soft_max_drop:.2f} allowed)"
                 )
     if policy.baseline.new_failures == "significant":
-        _significant(data, policy, baseline, fails, notes)
+        more_fails, more_notes = _significant(data, policy, baseline)
+        fails += more_fails
+        notes += more_notes
     else:
         for f in baseline.comparison.pass_to_fail:
             msg = f"new failure vs baseline {baseline.run_id}: case {f.case_id} {f.before:.2f} → {f.after:.2f}" + (
@@ -243,9 +247,11 @@ def verdict(
     return fails, notes
 
 
-def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline, fails: list[str], notes: list[str]) -> None:
-    """`new_failures: significant`: a drop that chance does not explain fails, naming both fractions and p;
-    any other change is listed, never failed."""
+def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline) -> tuple[list[str], list[str]]:
+    """`new_failures: significant`, as (failures, notes): a drop that chance does not explain fails, naming
+    both fractions and p; any other change is listed, never failed."""
+    fails: list[str] = []
+    notes: list[str] = []
     alpha = policy.baseline.alpha
     now = {c["case_id"]: (int(c["c"]), int(c["n"])) for c in data.cases}
     ev = evidence(baseline.counts, now, alpha)
@@ -260,4 +266,4 @@ def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline, fails
             notes.append(f"noise vs baseline {baseline.run_id}: {line}, not under alpha {alpha:g}: not a regression")
         elif ch.verdict == "improvement":
             notes.append(f"improvement vs baseline {baseline.run_id}: {line} < alpha {alpha:g}")
-    notes.extend(ev.detectable)
+    return fails, notes + list(ev.detectable)
