@@ -200,10 +200,13 @@ def verdict(
             notes.append(f"case {case_id} {under} (hard.fail_on_failure is off)")
         elif below:
             checks = [f for f in failing.get(case_id, []) if f["outcome"] == "fail"]
+            errored = any(f["outcome"] == "error" for f in failing.get(case_id, []))
             fails += [
                 f"hard fail: case {case_id} check {f['check']} ({f['times']}x): {f['reason']} (case {under})"
                 for f in checks
-            ] or [f"hard fail: case {case_id} {under}"]
+            ]
+            if not checks and not (errored and policy.hard.fail_on_error):  # else the error lines name it
+                fails.append(f"hard fail: case {case_id} {under}")
         elif 0 < passed < attempts:
             notes.append(f"flaky: case {case_id} passed {_side(passed, attempts)}, at or above its floor {floor:.2f}")
     if policy.hard.fail_on_error:

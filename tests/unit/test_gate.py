@@ -172,3 +172,20 @@ def test_bad_floors_and_alphas_are_exit_2(store, tmp_path, capsys, policy, where
     _record(store, {"a": True})
     assert _gate(store, tmp_path, policy=policy) == 2
     assert f"gates.yaml: {where}" in capsys.readouterr().err
+
+
+def test_an_errored_case_is_named_once_and_floors_count_errors_as_no_pass(store, tmp_path, capsys):
+    run_id = store.start_run("kit", model="m", git_sha=None)
+    for attempt in range(5):
+        ok = attempt < 4
+        store.record(run_id, CaseRun("a", attempt, (Result("no_pii", ok, "" if ok else "email"),)))
+    store.record(run_id, CaseRun("b", 0, (Result("no_pii", True, ""),)))
+    store.record(run_id, CaseRun("b", 1, (), error="the agent raised RuntimeError: down"))
+    store.finish_run(run_id)
+    floor = "hard: {min_pass_fraction: 0.8}\n"
+    assert _gate(store, tmp_path, policy=floor) == 1  # a at 4/5 clears 0.8; b's error fails it
+    err = capsys.readouterr().err
+    problems = [ln for ln in err.splitlines() if ln.startswith("  - ")]
+    assert len(problems) == 1 and problems[0].startswith("  - hard error: case b check "), problems
+    assert _gate(store, tmp_path, policy="hard: {min_pass_fraction: 0.8, fail_on_error: false}\n") == 1
+    assert "hard fail: case b passed 1/2 (0.50), under its floor 0.80" in capsys.readouterr().err
