@@ -17,6 +17,7 @@ an agent that patches the oracle, exits or changes directory changes nothing of 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -117,7 +118,9 @@ def run_suite(
 
     def failed(i: int, why: str) -> None:
         job = jobs[i]
-        done(i, Outcome(error_run(job.case.id, job.attempt, why, run_id=run_id), None))
+        # The agent was called (its worker died or overran): the call counts, its time is unknown.
+        cr = error_run(job.case.id, job.attempt, why, run_id=run_id)
+        done(i, Outcome(dataclasses.replace(cr, metrics={"agent_calls": 1}), None))
 
     if agent.uses_kit_agent and options.mode == "process":
         # The kit's own agent: CPU-bound and trusted, run and judged in the same worker (its fast path).

@@ -37,8 +37,9 @@ _APPLY = (
        FROM ev WHERE t = 'run' AND run_id NOT IN (SELECT run_id FROM runs)
        QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY ts) = 1""",
     """INSERT INTO case_results (run_id, case_id, attempt, passed, steps, tokens, cost_usd, latency_ms,
-                                 trace, outcome, error)
-       SELECT run_id, case_id, attempt, passed, steps, tokens, cost_usd, latency_ms, trace, outcome, error
+                                 trace, outcome, error, agent_calls, retries, agent_s, kit_s)
+       SELECT run_id, case_id, attempt, passed, steps, tokens, cost_usd, latency_ms, trace, outcome, error,
+              agent_calls, retries, agent_s, kit_s
        FROM ev WHERE t = 'case'""",
     """INSERT INTO check_results BY NAME
        SELECT run_id, case_id, attempt, unnest(c)

@@ -393,6 +393,17 @@ def case_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any
     )
 
 
+def recorded_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
+    """Every case run of these runs as kit.runner.recorded keeps it: case id, attempt, the trace (JSON
+    text) or the error, and `skipped` (a skipped run's reason), in case and attempt order."""
+    return _rows(
+        con,
+        """SELECT case_id, attempt, trace, error, outcome FROM case_results
+           WHERE run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY case_id, attempt""",
+        [run_ids],
+    )
+
+
 def unpassed_checks(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
     """Every check result of a run that is not a pass (fail, error, skipped), both gates."""
     return _rows(
@@ -485,4 +496,25 @@ def judged_answers(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str
                  AND k.outcome IN ('pass', 'fail')
            ORDER BY k.case_id, k.attempt, k."check" """,
         [run_id],
+    )
+
+
+def run_costs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
+    """What each run cost, in run order: its case runs, the calls made to the agent (rate-limit retries
+    included) and the retries, tokens and cost summed over the traces that carry them (`tokens_runs`,
+    `cost_runs`: how many do; None when none does, never a zero nobody measured), and the seconds spent
+    waiting on the agent beside the kit's own seconds (reading traces, every check), summed over the case
+    runs (calls run at once, so the agent's seconds may exceed the wall time). Calls and seconds are None
+    for a run whose results did not come through a runner that times its calls."""
+    return _rows(
+        con,
+        """SELECT c.run_id, any_value(r.source) AS source, count(*) AS runs,
+                  sum(c.agent_calls) AS agent_calls, sum(c.retries) AS retries,
+                  sum(c.tokens) FILTER (WHERE c.tokens > 0) AS tokens, count_if(c.tokens > 0) AS tokens_runs,
+                  sum(c.cost_usd) FILTER (WHERE c.cost_usd > 0) AS cost_usd, count_if(c.cost_usd > 0) AS cost_runs,
+                  sum(c.agent_s) AS agent_s, sum(c.kit_s) AS kit_s
+           FROM case_results c JOIN runs r USING (run_id)
+           WHERE c.run_id IN (SELECT unnest(?::VARCHAR[]))
+           GROUP BY c.run_id ORDER BY min(r.started_at), c.run_id""",
+        [run_ids],
     )

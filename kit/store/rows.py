@@ -21,6 +21,9 @@ RunKind = Literal["golden", "redteam", "control"]
 RUN_KINDS: tuple[RunKind, ...] = ("golden", "redteam", "control")
 KEY = ("run_id", "case_id", "attempt")
 METRICS = ("steps", "tokens", "cost_usd", "latency_ms")
+# What the run cost in calls and time, as the runner measured it (kit.runner.invoke.judge puts them in the
+# CaseRun's metrics); None for a result that did not come through a runner.
+CALLS = ("agent_calls", "retries", "agent_s", "kit_s")
 
 
 def trace_dict(trace: Any) -> dict[str, Any] | None:
@@ -98,6 +101,7 @@ def case_rows(run_id: str, case_run: CaseRun, trace: Any, gate: Gate = "hard") -
                 **key,
                 "passed": case_run.passed,
                 **metrics(case_run, trace),
+                **{k: (case_run.metrics or {}).get(k) for k in CALLS},
                 "trace": trace_dict(trace),
                 "outcome": case_run.outcome,
                 "error": case_run.error,

@@ -64,6 +64,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              rubric_hash VARCHAR, judge_model VARCHAR, samples INTEGER, n INTEGER, agreement DOUBLE,
              kappa DOUBLE, consistency DOUBLE, labels_file VARCHAR)""",
     ),
+    (  # 7: what each run cost in calls and time: calls made to the agent (rate-limit retries included),
+        # the retries, the seconds spent waiting on the agent and the kit's own seconds on the run
+        "ALTER TABLE case_results ADD COLUMN agent_calls INTEGER",
+        "ALTER TABLE case_results ADD COLUMN retries INTEGER",
+        "ALTER TABLE case_results ADD COLUMN agent_s DOUBLE",
+        "ALTER TABLE case_results ADD COLUMN kit_s DOUBLE",
+    ),
 )
 
 LATEST = len(MIGRATIONS)

@@ -48,6 +48,10 @@ EVENT_COLUMNS: dict[str, str] = {
     "tokens": "BIGINT",
     "cost_usd": "DOUBLE",
     "latency_ms": "DOUBLE",
+    "agent_calls": "INTEGER",  # a run's calls to the agent, retries and seconds (kit.store.rows.CALLS)
+    "retries": "INTEGER",
+    "agent_s": "DOUBLE",
+    "kit_s": "DOUBLE",
     "trace": "JSON",
     "checks": "CHECKS",  # a case event's check rows (kit.store.rows.case_rows)
     "check": "VARCHAR",

@@ -77,6 +77,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "counts").mkdir()
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "rl_agents", raising=False)  # a fresh module: its counters start at 0
     monkeypatch.setenv("SLOW_AGENT_COUNTS", str(tmp_path / "counts"))
     monkeypatch.setenv("SLOW_AGENT_LATENCY", str(LATENCY))
     monkeypatch.delenv("KIT_SLOTS_DIR", raising=False)

@@ -75,6 +75,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "bad_agent.py").write_text(AGENT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bad_agent", raising=False)  # a fresh module: its counters start at 0
     monkeypatch.setenv("ELSEWHERE", str(tmp_path / "elsewhere"))
     monkeypatch.delenv("KIT_RUN_ID", raising=False)
     monkeypatch.delenv("KIT_SLOTS_DIR", raising=False)

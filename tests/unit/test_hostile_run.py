@@ -124,7 +124,8 @@ def test_a_suite_with_a_broken_case_file_gates_red(project, capsys):
 def test_a_timeout_that_is_not_a_positive_number_is_bad_input(project, capsys, value):
     assert kit(["run", "--cases", "cases.yaml", "--agent", "hostile_agent:agent", "-q", f"--timeout={value}"]) == 2
     err = capsys.readouterr().err
-    assert "timeout" in err and ("must be a positive number" in err or "greater than 0" in err), err
+    said = ("must be a positive number", "greater than 0", "finite number")
+    assert "timeout" in err and any(words in err for words in said), err
     assert not (project / "store.duckdb").exists()  # refused before any run
 
 
