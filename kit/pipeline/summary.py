@@ -55,7 +55,7 @@ def soft_lines(data: Collected) -> list[str]:
         errors = f", {g['errors']} judge errors" if g["errors"] else ""
         samples = f", majority of {g['samples']}" if (g["samples"] or 1) > 1 else ""
         stage = stage_of.get(g["run_id"], "?")
-        lines.append(f"  {stage:<17} {g['check']:<34} {rate}{errors}{samples}   {g['calibration']}")
+        lines.append(f"  {stage:<17} {g['check']:<34} {rate + errors + samples:<26} {g['calibration']}")
     return lines
 
 
