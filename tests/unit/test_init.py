@@ -166,3 +166,18 @@ def test_no_code_reads_files_relative_to_the_source_tree():
             if re.search(r"__file__\)?(\.resolve\(\))?\.parent\.parent|parents\[\d\]", text):
                 offenders.append(str(f.relative_to(KIT)))
     assert offenders == []
+
+
+def test_the_agent_module_is_found_from_the_project_root_without_pythonpath(repo, monkeypatch):
+    import sys
+
+    from kit.runner.agents import load_agent
+
+    assert init("--agent", "rooted_desk_agent:run") == 0
+    (repo / "rooted_desk_agent.py").write_text(AGENT)
+    (repo / "deep" / "down").mkdir(parents=True)
+    monkeypatch.chdir(repo / "deep" / "down")  # a tool started below the root (Promptfoo's worker, say)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(repo))])
+    monkeypatch.delitem(sys.modules, "rooted_desk_agent", raising=False)
+    agent = load_agent("rooted_desk_agent:run")
+    assert agent.name == "rooted_desk_agent:run"
