@@ -16,6 +16,7 @@ from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.errors import KitInputError
 from kit.judge import judge_config, judge_samples
 from kit.pipeline.summary import collect, judge_usage_lines, soft_lines
+from kit.report import html
 from kit.rubrics import Rubric
 from kit.store import open_store
 
@@ -101,6 +102,9 @@ def test_soft_gates_show_their_calibration_until_the_rubric_or_judge_changes(tmp
     (head, line) = soft_lines(data)
     assert head.startswith("\n== soft gates")
     assert "rubric:polite" in line and "1/1 passed" in line and "majority of 3" in line and "kappa 0.70, n 30" in line
+    with store.connect() as con:  # the HTML report shows it beside the gate too
+        page = html.render(html.gather(con, [run_id]))
+    assert "rubric:polite: kappa 0.70, n 30, judge judge-k-2024-01-01, 2026-11-30" in page
     usage = judge_usage_lines(data)
     assert "3 calls, 600 prompt + 60 completion tokens, $0.0030" in usage[1]
     # A newer calibration of another rubric version no longer applies to this gate's verdicts.
