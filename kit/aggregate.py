@@ -3,6 +3,7 @@ pass counts told apart from chance (`evidence`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from math import comb
@@ -151,8 +152,16 @@ class CaseChange:
 
 
 def p_text(p: float | None) -> str:
-    """A p-value as every front end prints it: two significant figures when small, two decimals otherwise."""
-    return "-" if p is None else (f"{p:.2g}" if p < 0.01 else f"{p:.2f}")
+    """A p-value as every front end prints it: two decimals, or two significant figures under 0.01, cut
+    rather than rounded, so a p under alpha never prints as alpha itself ("p = 0.01 < alpha 0.01")."""
+    if p is None:
+        return "-"
+    if p <= 0:
+        return "0"
+    if p >= 0.01:
+        return f"{math.floor(p * 100 * (1 + 1e-12)) / 100:.2f}"
+    unit = 10.0 ** (math.floor(math.log10(p)) - 1)
+    return f"{math.floor(p / unit * (1 + 1e-12)) * unit:#.2g}"
 
 
 def case_changes(before: Counts, after: Counts, alpha: float) -> list[CaseChange]:

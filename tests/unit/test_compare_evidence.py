@@ -74,7 +74,7 @@ def test_text_page_and_pr_comment_agree(runs, capsys, monkeypatch):
     assert kit(["report", "--store", str(store), "--compare", a, b, "--html", str(page), "--md", str(md)]) == 0
     html, comment = page.read_text(), md.read_text()
     lines = [
-        "regression: steady 40/40 (1.00, 95% 0.91-1.00) → 30/40 (0.75, 95% 0.60-0.86), p = 0.0021",
+        "regression: steady 40/40 (1.00, 95% 0.91-1.00) → 30/40 (0.75, 95% 0.60-0.86), p = 0.0020",
         "noise: jittery 38/40 (0.95, 95% 0.83-0.99) → 37/40 (0.93, 95% 0.80-0.97), p = 1.00",
         "improvement: mended 20/40 (0.50, 95% 0.35-0.65) → 40/40 (1.00, 95% 0.91-1.00), p = 1.9e-07",
         "flaky in B: wobbly 20/40 (0.50), steady 30/40 (0.75), jittery 37/40 (0.93)",
@@ -88,7 +88,7 @@ def test_text_page_and_pr_comment_agree(runs, capsys, monkeypatch):
     pass1 = re.search(r"pass\^1 0\.83 \(95% (0\.\d\d-0\.\d\d)\)", text).group(1)
     assert "| pass^1 | 0.89 (" in comment and f"0.83 ({pass1})" in comment and f"0.83 ({pass1})" in html
     # Per case in the tables: intervals, p and verdict.
-    assert "| steady | 40/40 | 1.00 | 0.91-1.00 | 1.00 | 30/40 | 0.75 | 0.60-0.86 | 0.56 | 0.0021 | regression |" in (
+    assert "| steady | 40/40 | 1.00 | 0.91-1.00 | 1.00 | 30/40 | 0.75 | 0.60-0.86 | 0.56 | 0.0020 | regression |" in (
         comment
     )
     assert '<tr class="flip down v-regression" data-case="steady">' in html
@@ -139,3 +139,12 @@ def test_runs_with_no_case_in_common_and_bad_policies(tmp_path, capsys):
     assert "bad.yaml: baseline.alpha" in capsys.readouterr().err
     assert kit(["compare", *ids, "--store", str(store.path), "--config", str(tmp_path / "absent.yaml")]) == 2
     assert "no such gate policy file" in capsys.readouterr().err
+
+
+def test_p_values_are_cut_not_rounded():
+    from kit.aggregate import p_text
+
+    # 0.00996 under alpha 0.01 must not print as 0.01; 0.0509 over 0.05 must not print under it.
+    assert [p_text(p) for p in (0.00996, 0.0509, 0.5, 1.0, 0.0010296, 1.676e-06, 0.0)] == [
+        "0.0099", "0.05", "0.50", "1.00", "0.0010", "1.6e-06", "0"
+    ]  # fmt: skip

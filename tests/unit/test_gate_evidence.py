@@ -65,7 +65,7 @@ def test_the_issue_done_when(project, two_runs, capsys):
     ), problems
     # 40/40 → 30/40 is named though 0.75 clears that case's own floor of 0.6: the drop is not chance.
     steady = [ln for ln in problems if "case steady" in ln]
-    assert len(steady) == 1 and "40/40 (1.00) → 30/40 (0.75), p = 0.001 < alpha 0.01" in steady[0], steady
+    assert len(steady) == 1 and "40/40 (1.00) → 30/40 (0.75), p = 0.0010 < alpha 0.01" in steady[0], steady
     assert "Holm over 3 cases" in steady[0]
     # 38/40 → 37/40 is noise: not named as a problem, but listed.
     assert named == {"wobbly", "steady"}
