@@ -1,7 +1,8 @@
 """`kit init`: set a repository up for the kit's evals, in that repository (the working directory).
 
 It writes the design card's layout and overwrites nothing: a file that exists is reported as already there
-(pyproject.toml and the Makefile get the kit's block appended when they lack it; .gitignore the missing lines).
+(pyproject.toml, the Makefile and .env get the kit's block appended when they lack it; .gitignore the missing
+lines; a package.json of your own is named when it lacks Promptfoo).
 
     promptfooconfig.yaml          the provider file://providers/agent_provider.py with your agent in its config
     providers/                    thin files importing the kit's Promptfoo glue (kit_promptfoo)
@@ -43,6 +44,7 @@ DEFAULT_PURPOSE = (
     "the user asked."
 )
 GITIGNORE = (".venv/", "node_modules/", ".kit/", ".promptfoo/", ".deepeval/", ".env.local")
+ALREADY = "already there, left as it is"
 _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 Mode = Literal["file", "append"]
@@ -123,7 +125,7 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         Generated("Makefile", fill("Makefile.tmpl"), "append", marker="\nevals:"),
         Generated("package.json", fill("package.json.tmpl")),
         Generated(".npmrc", fill("npmrc.tmpl")),
-        Generated(".env", fill("env.tmpl")),
+        Generated(".env", fill("env.tmpl"), "append", marker="PROMPTFOO_DISABLE_TELEMETRY="),
         Generated(".github/workflows/evals.yml", fill("github/evals.yml.tmpl")),
     ]
     if not (root / cases).exists():
@@ -145,8 +147,11 @@ def write(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
         if g.mode == "append" and g.marker is not None and not _has(current, g):
             path.write_text(current + ("" if current.endswith("\n") else "\n") + g.text, encoding="utf-8")
             out.append((g.path, "appended the kit's block"))
+        elif g.path == "package.json" and '"promptfoo"' not in current:
+            pin = f'"promptfoo": "{PROMPTFOO_VERSION}"'
+            out.append((g.path, f"{ALREADY}: add {pin} to its dependencies"))
         else:
-            out.append((g.path, "already there, left as it is"))
+            out.append((g.path, ALREADY))
     out.append((".gitignore", _gitignore(root / ".gitignore")))
     return out
 
@@ -165,7 +170,7 @@ def _gitignore(path: Path) -> str:
     have = {line.strip() for line in current.splitlines()}
     missing = [line for line in GITIGNORE if line not in have]
     if not missing:
-        return "already there, left as it is"
+        return ALREADY
     path.write_text(current + ("" if not current or current.endswith("\n") else "\n") + "\n".join(missing) + "\n")
     return f"added {', '.join(missing)}"
 
@@ -187,10 +192,25 @@ def check(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
             )
         elif not g.checked:
             out.append((g.path, "yours (not compared)"))
+        elif g.path == "package.json":
+            out.append((g.path, _promptfoo_pin(path)))
         else:
             same = path.read_text(encoding="utf-8") == g.text.lstrip("\n")
             out.append((g.path, "same" if same else f"differs from what kit {__version__} writes"))
     return out
+
+
+def _promptfoo_pin(path: Path) -> str:
+    """package.json is the user's as much as the kit's: only its Promptfoo pin is compared."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        return f"differs: not valid JSON ({e.msg})"
+    deps = {**(data.get("devDependencies") or {}), **(data.get("dependencies") or {})} if isinstance(data, dict) else {}
+    pin = deps.get("promptfoo")
+    if pin == PROMPTFOO_VERSION:
+        return "same (promptfoo pinned to this kit's version)"
+    return f"differs: promptfoo {pin or 'not pinned'}, kit {__version__} runs {PROMPTFOO_VERSION}"
 
 
 def _project_values(root: Path) -> tuple[str | None, str | None, str | None]:
@@ -242,7 +262,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"  {path}: {state}")
     if not (module.with_suffix(".py").exists() or (module / "__init__.py").exists()):
         print(f"kit init: note: {agent.partition(':')[0]} is not a module in {root} yet (module:callable)")
-    written = sum(1 for _, s in report if s != "already there, left as it is")
+    written = sum(1 for _, s in report if not s.startswith(ALREADY))
     print(f"kit init: {written} files written or extended, {len(report) - written} already there, in {root}")
     print("next: npm install, then `make evals` (or `kit run`, `deepeval test run tests/evals`, `npx promptfoo eval`)")
     return 0

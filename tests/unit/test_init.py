@@ -181,3 +181,21 @@ def test_the_agent_module_is_found_from_the_project_root_without_pythonpath(repo
     monkeypatch.delitem(sys.modules, "rooted_desk_agent", raising=False)
     agent = load_agent("rooted_desk_agent:run")
     assert agent.name == "rooted_desk_agent:run"
+
+
+def test_a_users_package_json_and_env_are_kept_and_completed(repo, capsys):
+    (repo / "package.json").write_text('{"name": "web", "dependencies": {"react": "19.0.0"}}\n')
+    (repo / ".env").write_text("API_URL=http://127.0.0.1:3000\n")
+    assert init("--agent", "myagent:run") == 0
+    out = capsys.readouterr().out
+    assert json.loads((repo / "package.json").read_text())["dependencies"] == {"react": "19.0.0"}
+    assert f'package.json: already there, left as it is: add "promptfoo": "{PROMPTFOO_VERSION}"' in out
+    env = (repo / ".env").read_text()
+    assert env.startswith("API_URL=http://127.0.0.1:3000\n") and "PROMPTFOO_DISABLE_TELEMETRY=1" in env
+    assert init("--check") == 1
+    out = capsys.readouterr().out
+    assert ".env: has the kit's block" in out
+    assert f"package.json: differs: promptfoo not pinned, kit 0.1.0 runs {PROMPTFOO_VERSION}" in out
+    deps = {"react": "19.0.0", "promptfoo": PROMPTFOO_VERSION}
+    (repo / "package.json").write_text(json.dumps({"name": "web", "dependencies": deps}))
+    assert init("--check") == 0  # only the Promptfoo pin of the user's own package.json is compared
