@@ -322,7 +322,8 @@ def _mark_orphans(con: duckdb.DuckDBPyConnection) -> bool:
 
 def import_runs(store: Any, other: Path) -> int:
     """Copy into `store` the runs of another store file (say the base branch's) that it lacks, with their
-    case and check results; returns how many runs were copied. Copying twice copies nothing."""
+    case and check results and judge calls, and the calibrations it lacks; returns how many runs were
+    copied. Copying twice copies nothing."""
     with store.connect() as con:
         con.execute(f"ATTACH {_sql_str(str(other))} AS base (READ_ONLY)")
         try:
@@ -342,6 +343,13 @@ def import_runs(store: Any, other: Path) -> int:
                     f"INSERT INTO {table} ({names}) SELECT {names} FROM base.{table} "
                     "WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
                     [new],
+                )
+            # And the base's rubric calibrations, so soft gates say how far to trust them in a new store (CI).
+            has = "SELECT count(*) FROM information_schema.tables WHERE table_catalog = 'base' AND table_name = ?"
+            if con.execute(has, ["calibrations"]).fetchone() == (1,):
+                con.execute(
+                    "INSERT INTO calibrations BY NAME SELECT * FROM base.calibrations "
+                    "WHERE calibration_id NOT IN (SELECT calibration_id FROM calibrations)"
                 )
             return len(new)
         finally:

@@ -113,3 +113,19 @@ def test_soft_gates_show_their_calibration_until_the_rubric_or_judge_changes(tmp
         (gate,) = soft_gate_calibrations(con, [run_id])
     assert gate["calibration"] == "uncalibrated (the rubric changed since its calibration of 2026-12-01)"
     store.close()
+
+
+def test_a_baseline_store_brings_its_calibrations(tmp_path: Path) -> None:
+    from kit.store.merge import import_runs
+
+    base = open_store(tmp_path / "base.duckdb")
+    row = {"calibration_id": "cal-1", "rubric": "polite", "rubric_hash": RUBRIC.hash, "judge_model": "j", "n": 30}
+    base.record_calibration([{**row, "calibrated_at": "2026-11-30T10:00:00", "kappa": 0.8}])
+    base.close()
+    here = open_store(tmp_path / "here.duckdb")
+    for _ in range(2):  # copying twice copies nothing
+        import_runs(here, tmp_path / "base.duckdb")
+    with here.connect() as con:
+        got = con.execute("SELECT calibration_id, rubric, kappa FROM calibrations").fetchall()
+    assert got == [("cal-1", "polite", 0.8)]
+    here.close()
