@@ -59,6 +59,9 @@ def broken(text):
 def messages(text):
     return [{"role": "user", "content": text}, {"role": "assistant", "content": "echo " + text}]
 
+async def async_hang(text):
+    await asyncio.sleep(30)
+
 async def async_echo(text):
     await asyncio.sleep(0.01)
     return {"final_output": "echo " + text, "finish_reason": "finish", "spans": []}
@@ -194,3 +197,14 @@ def test_a_budget_on_tokens_nobody_recorded_is_an_error(project):
     inv = invoke(load_agent("rl_agents:messages"), load_suite("budget.yaml").by_id()["tokens"], 0, timeout=5)
     [result] = inv.case_run.results
     assert result.outcome == "error" and "tokens not recorded" in result.reason
+
+
+def test_an_async_agent_that_overruns_is_a_timeout_wherever_it_runs(project):
+    case = load_suite("cases.yaml").cases[0]
+    agent = load_agent("rl_agents:async_hang")
+    t0 = time.perf_counter()
+    assert invoke(agent, case, 0, timeout=0.2).case_run.error == "timeout: the agent ran longer than 0.2s"
+    for mode in ("thread", "process"):
+        outs = run_suite(plan([case], runs=2), agent, RunOptions(mode=mode, timeout=0.2, concurrency=2))
+        assert [o.case_run.error for o in outs] == ["timeout: the agent ran longer than 0.2s"] * 2
+    assert time.perf_counter() - t0 < 5
