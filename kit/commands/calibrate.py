@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -102,7 +103,8 @@ def calibrate(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        for answer in ask(questions, rubrics_file=str(rubrics_file), samples=args.samples, judge=judge):
+        env = {**os.environ, **settings.env()}  # the adapter judges with these very settings
+        for answer in ask(questions, rubrics_file=str(rubrics_file), samples=args.samples, judge=judge, env=env):
             store.record_judge_calls(
                 calibration_id, answer.key, 0, f"rubric:{answer.rubric}", answer.rubric_hash, answer.calls
             )
