@@ -16,10 +16,11 @@ and writes, with the SDK's own OTLP encoder (protobuf, rendered as OTLP JSON: he
 - OUT_DIR/<variant>.lines.jsonl: the Collector file exporter's form, one batch per line, a batch per span;
 - OUT_DIR/<variant>.logs.json: the log records, for variants that record content as log events.
 
-`library@guarded` / `library@buggy` record another conversation, of two turns with a confirmation guard
-(`library_agent.py`), under openinference-instrumentation-openai: OUT_DIR/openinference_<v>.json holds
-its spans, OUT_DIR/console_<v>.json the same spans as the SDK's ConsoleSpanExporter prints them (one JSON
-object after another), and OUT_DIR/messages_<v>.json the agent's own message list of the same run.
+`library_<instrumentation>@guarded` / `@buggy` record another conversation, of two turns with a confirmation
+guard (`library_agent.py`), under openinference-instrumentation-openai, opentelemetry-instrumentation-openai-v2
+(`genai`) or OpenLLMetry 0.62 (`traceloop`): OUT_DIR/<instrumentation>_<v>.json holds its spans; the
+OpenInference run also writes OUT_DIR/console_<v>.json, the same spans as the SDK's ConsoleSpanExporter
+prints them (one JSON object after another), and OUT_DIR/messages_<v>.json, the agent's own message list.
 """
 
 from __future__ import annotations
@@ -280,43 +281,62 @@ VARIANTS = {
     "openinference_langchain": {},
     "traceloop": {"TRACELOOP_TRACE_CONTENT": "true"},
     "pydantic_ai": {},
-    "library": {},
+    "library_openinference": {},
+    "library_genai": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+                      "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
+    "library_traceloop": {"TRACELOOP_TRACE_CONTENT": "true"},
 }  # fmt: skip
 
 
-def run_library(which: str, out: Path) -> None:
-    """The two-turn library conversation (`library_agent.py`), guarded or buggy, recorded twice at once:
-    as OpenInference spans (the whole conversation under one span, as an app that traces its sessions
-    does) and as the agent's own message list."""
+def _instrument(instr: str, provider: Any) -> None:
+    """Patch the OpenAI client with one instrumentation (each lives in its own virtual environment)."""
+    if instr == "openinference":
+        from openinference.instrumentation.openai import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+    elif instr == "genai":
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+    else:  # traceloop
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+
+
+def run_library(instr: str, which: str, out: Path) -> None:
+    """The two-turn library conversation (`library_agent.py`), guarded or buggy, under one instrumentation
+    (the whole conversation under one span, as an app that traces its sessions does). With OpenInference it
+    is also recorded as ConsoleSpanExporter prints it and as the agent's own message list."""
     import library_agent
-    from openinference.instrumentation.openai import OpenAIInstrumentor
     from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
     guarded = which == "guarded"
     out.mkdir(parents=True, exist_ok=True)
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
-
-    rec = Recorder(out, f"openinference_{which}")
-    console = (out / f"console_{which}.json").open("w")
-    rec.provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console)))
-    OpenAIInstrumentor().instrument(tracer_provider=rec.provider)
+    rec = Recorder(out, f"{instr}_{which}")
+    console = (out / f"console_{which}.json").open("w") if instr == "openinference" else None
+    if console is not None:
+        rec.provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console)))
+    _instrument(instr, rec.provider)
     tracer = trace.get_tracer("library.agent")
     with _double().ScriptedOpenAIServer(library_agent.script(guarded)) as srv:
         with tracer.start_as_current_span("library conversation"):
             messages = library_agent.conversation(srv.base_url, guarded)
-        assert srv.remaining == 0, f"library@{which}: {srv.remaining} scripted answers left"
+        assert srv.remaining == 0, f"library_{instr}@{which}: {srv.remaining} scripted answers left"
     rec.write()
-    console.close()
     rec.lines_path.unlink()  # one form is enough here
-    (out / f"messages_{which}.json").write_text(json.dumps(messages, indent=1) + "\n")
+    if console is not None:
+        console.close()
+        (out / f"messages_{which}.json").write_text(json.dumps(messages, indent=1) + "\n")
 
 
 def run(variant: str, out: Path, tag: str = "") -> None:
     base = variant.split("@")[0]
-    if base == "library":
-        run_library(variant.split("@")[1], out)
-        return
     os.environ.update(VARIANTS[base])
+    if base.startswith("library_"):
+        run_library(base.removeprefix("library_"), variant.split("@")[1], out)
+        return
     name = variant.replace("@", "_v") + tag
     rec = Recorder(out, name)
     double = _double()

@@ -21,11 +21,13 @@ venv() {  # venv NAME -> the python of a virtual environment holding requirement
 
 py="$(venv genai)"
 for v in genai_v2_span genai_v2_events genai_v2_nocontent; do "$py" "$here/generate.py" "$v" "$out"; done
+for v in guarded buggy; do "$py" "$here/generate.py" "library_genai@$v" "$out/../library"; done
 py="$(venv openinference)"
 for v in openinference_openai openinference_langchain; do "$py" "$here/generate.py" "$v" "$out"; done
-for v in guarded buggy; do "$py" "$here/generate.py" "library@$v" "$out/../library"; done
+for v in guarded buggy; do "$py" "$here/generate.py" "library_openinference@$v" "$out/../library"; done
 "$(venv traceloop-0.47)" "$here/generate.py" traceloop "$out" _0.47
 "$(venv traceloop-0.62)" "$here/generate.py" traceloop "$out" _0.62
+for v in guarded buggy; do "$(venv traceloop-0.62)" "$here/generate.py" "library_traceloop@$v" "$out/../library"; done
 py="$(venv pydantic-ai)"
 for v in 2 5 6; do "$py" "$here/generate.py" "pydantic_ai@$v" "$out"; done
 for n in genai openinference traceloop-0.47 traceloop-0.62 pydantic-ai; do

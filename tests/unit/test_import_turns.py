@@ -1,7 +1,8 @@
 """Recorded conversations come in as conversations: a user message starts a turn, and a tool call counts as
 a call only when it ran. The acceptance: a two-turn conversation with a confirmation guard, recorded as a
-message list and as real OpenInference spans (OTLP, and as the SDK's ConsoleSpanExporter prints them;
-tests/data/import/library/, made by
+message list and as real spans of OpenInference (OTLP, and as the SDK's ConsoleSpanExporter prints them),
+the GenAI conventions (opentelemetry-instrumentation-openai-v2) and OpenLLMetry (tests/data/import/library/,
+made by
 scripts/otel_exports/generate.py), gives on import the same `kit check` verdicts as the live run of the
 same agent against the same model double; the buggy agent fails naming the turn-0 check."""
 
@@ -61,7 +62,7 @@ def live() -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("which", ["guarded", "buggy"])
-@pytest.mark.parametrize("recording", ["messages", "openinference", "console"])
+@pytest.mark.parametrize("recording", ["messages", "openinference", "console", "genai", "traceloop"])
 def test_an_imported_recording_gets_the_live_runs_verdicts(tmp_path, capsys, live, recording, which):
     imported = tmp_path / "t.json"
     code, _, err = _kit(
