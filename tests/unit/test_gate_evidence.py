@@ -21,7 +21,7 @@ AFTER = {"steady": (30, 40), "wobbly": (20, 40), "jittery": (37, 40)}
 def project(tmp_path, monkeypatch):
     """README's worked example: examples/flaky (its agent, its two case files, its gates.yaml)."""
     write_agent(tmp_path)
-    for name in ("before.yaml", "after.yaml", "gates.yaml"):
+    for name in ("before.yaml", "noise.yaml", "after.yaml", "gates.yaml"):
         shutil.copy(EXAMPLE / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("KIT_RUN_ID", raising=False)
@@ -71,6 +71,19 @@ def test_the_issue_done_when(project, two_runs, capsys):
     assert named == {"wobbly", "steady"}
     assert f"noise vs baseline {before}: case jittery 38/40 (0.95) → 37/40 (0.93), p = 0.50," in said.out
     assert "with 40 runs per case, a drop from 100% to 80% (40/40 to 32/40) is the smallest" in said.out
+
+
+def test_a_run_that_only_slips_by_noise_passes(project, capsys):
+    """README's second run: 39/40 -> 37/40 and 38/40 -> 36/40 are listed as noise; the gate passes."""
+    store = project / "evals.duckdb"
+    before = run_cases(project / "before.yaml", store, BEFORE)
+    noisy = run_cases(project / "noise.yaml", store, {"steady": (40, 40), "wobbly": (37, 40), "jittery": (36, 40)})
+    capsys.readouterr()
+    assert gate(project, "noise.yaml", "--run", noisy, "--baseline", before) == 0
+    out = capsys.readouterr().out
+    assert f"noise vs baseline {before}: case wobbly 39/40 (0.97) → 37/40 (0.93), p = 0.92" in out
+    assert f"noise vs baseline {before}: case jittery 38/40 (0.95) → 36/40 (0.90), p = 0.92" in out
+    assert f"gate passed for run {noisy}" in out
 
 
 def test_without_the_baseline_only_the_floors_decide(project, two_runs, capsys):
