@@ -10,8 +10,8 @@ Recognised (`trace_dict(result, case_id)`):
 - an OpenAI Agents SDK `RunResult` (per-call token usage from its `raw_responses`);
 - LangChain messages (`AIMessage`, `ToolMessage`, ...), in a list or in a LangGraph state dict
   `{"messages": [...]}` (what `graph.invoke()` returns);
-- pydantic-ai `ModelMessage` lists (`result.all_messages()`), their JSON (`all_messages_json()`) or the
-  decoded JSON.
+- pydantic-ai `ModelMessage` lists (`result.all_messages()`), their JSON (`all_messages_json()`), the
+  decoded JSON, or the run's result itself (`agent.run_sync(...)`).
 
 A framework's own objects are recognised by the module their class comes from, so no framework is imported
 for a result that is not one of its own (and a framework that is not installed costs nothing). Everything
@@ -54,6 +54,8 @@ def trace_dict(result: Any, case_id: str) -> dict[str, Any]:
     origin = _origin(result)
     if origin == "openai_agents":
         return _converted(_from_run_result(result), case_id, "openai_agents")
+    if origin == "pydantic_ai" and callable(getattr(result, "all_messages", None)):
+        result = result.all_messages()  # a run's result (AgentRunResult): its messages
     if isinstance(result, bytes | bytearray | str):
         decoded = _json_or_none(result)
         if decoded is None:

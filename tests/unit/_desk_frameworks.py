@@ -3,7 +3,8 @@ its framework returns naturally: the kit gets no glue. The model is whatever Ope
 DESK_MODEL_URL names (the tests start a scripted double); DESK_BUG=1 plants a bug in the desk's own code.
 
 Entry points for `kit run --agent _desk_frameworks:<name>`:
-  langgraph_state, langchain_messages, pydantic_ai_messages, pydantic_ai_json, agents_result, agents_items
+  langgraph_state, langchain_messages, pydantic_ai_messages, pydantic_ai_json, pydantic_ai_result,
+  agents_result, agents_items
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ def _pydantic_agent() -> Any:
 def pydantic_ai_messages(text: str) -> Any:
     """`result.all_messages()`: pydantic-ai's ModelMessage list."""
     return _pydantic_agent().run_sync(text).all_messages()
+
+
+def pydantic_ai_result(text: str) -> Any:
+    """The run's result itself (AgentRunResult)."""
+    return _pydantic_agent().run_sync(text)
 
 
 def pydantic_ai_json(text: str) -> Any:

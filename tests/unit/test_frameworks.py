@@ -28,6 +28,7 @@ ENTRY_POINTS = [
     "langchain_messages",
     "pydantic_ai_messages",
     "pydantic_ai_json",
+    "pydantic_ai_result",
     "agents_result",
     "agents_items",
 ]
