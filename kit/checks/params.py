@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,17 +42,81 @@ class SafeRegex:
             ) from None
 
 
+# The most a pattern may stand for once its counted repeats are multiplied out. The `regex` module expands
+# them when it compiles, and no timeout covers compiling: ((a{100}){100}){100} took 1.2 s and
+# (((a{1000}){1000}){1000}) gigabytes. 100,000 compiles in ~0.1 s; real patterns are hundreds.
+MAX_PATTERN_SIZE = 100_000
+
+
+def pattern_size(source: str) -> int:
+    """An upper bound on what `source` stands for with its counted repeats multiplied out (a repeat with
+    no upper bound counts its minimum plus one: it loops, it is not copied)."""
+    import re._constants as c
+    import re._parser as sre
+
+    try:
+        parsed = sre.parse(source)
+    except Exception:  # syntax only the `regex` module knows: every counted repeat as if nested
+        size = len(source)
+        for lo, hi in re.findall(r"\{(\d*)(?:,(\d*))?\}", source):
+            size *= max(int(hi or 0), int(lo or 0), 1)
+            if size > MAX_PATTERN_SIZE:
+                break
+        return size
+
+    def measure(items: Any) -> int:
+        total = 0
+        for op, av in items:
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                lo, hi, sub = av
+                count = lo + 1 if hi == c.MAXREPEAT else hi
+                total += max(count, 1) * measure(sub)
+            elif op is c.SUBPATTERN:
+                total += measure(av[3])
+            elif op is c.BRANCH:
+                total += sum(measure(b) for b in av[1])
+            elif op is c.ATOMIC_GROUP:
+                total += measure(av)
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                total += measure(av[1])
+            elif op is c.GROUPREF_EXISTS:
+                total += measure(av[1]) + (measure(av[2]) if av[2] else 0)
+            else:
+                total += 1
+            if total > MAX_PATTERN_SIZE:
+                return total
+        return total
+
+    return measure(parsed)
+
+
+def bounded_pattern(source: str) -> None:
+    """ValueError when `source` is too big to compile safely (see MAX_PATTERN_SIZE)."""
+    if pattern_size(source) > MAX_PATTERN_SIZE:
+        raise ValueError(
+            f"regex {source!r} stands for over {MAX_PATTERN_SIZE:,} steps once its counted repeats are "
+            "multiplied out (nested {n} repeats): refused, it would take too long or too much memory to compile"
+        )
+
+
+def safe_regex(source: str) -> SafeRegex:
+    """`source` compiled by the `regex` module, matched under REGEX_TIMEOUT; ValueError when it is invalid
+    or too big to compile."""
+    import regex  # only cases with patterns need it (it takes ~30 ms to import)
+
+    bounded_pattern(source)
+    try:
+        return SafeRegex(source, regex.compile(source))
+    except regex.error as e:
+        raise ValueError(f"invalid regex {source!r}: {e}") from None
+
+
 def _compile_regex(v: Any) -> SafeRegex:
     if isinstance(v, SafeRegex):
         return v
     if not isinstance(v, str):
         raise ValueError(f"a regex must be a string, got {type(v).__name__}")
-    import regex  # only cases with patterns need it (it takes ~30 ms to import)
-
-    try:
-        return SafeRegex(v, regex.compile(v))
-    except regex.error as e:
-        raise ValueError(f"invalid regex {v!r}: {e}") from None
+    return safe_regex(v)
 
 
 Pattern = Annotated[SafeRegex, BeforeValidator(_compile_regex)]
@@ -136,11 +201,25 @@ def compile_schema(
     here = Path.cwd()
     refs = _LocalRefs(doc_dir or root or here, root or doc_dir or here)
     try:
-        return CompiledSchema(source, schema, fastjsonschema.compile(schema, handlers=refs))
+        validate = fastjsonschema.compile(schema, handlers=refs)
+        _bound_patterns(validate, source)
+        return CompiledSchema(source, schema, validate)
     except fastjsonschema.JsonSchemaDefinitionException as e:
         raise ValueError(f"invalid JSON Schema ({source}): {e}") from None
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as e:
         raise ValueError(f"invalid JSON Schema ({source}): {e}") from None
+
+
+def _bound_patterns(validate: Any, source: str) -> None:
+    """Swap the `re` patterns of a compiled schema (`pattern`, `patternProperties`) for the `regex` module's,
+    matched under REGEX_TIMEOUT: `re` cannot be stopped, and a backtracking pattern held a thread-pool
+    worker (and the GIL) past every timeout. ValueError for a pattern too big to compile."""
+    patterns = getattr(validate, "__globals__", {}).get("REGEX_PATTERNS")
+    for key, compiled in list((patterns or {}).items()):
+        try:
+            patterns[key] = SafeRegex(key, safe_regex(compiled.pattern).compiled)
+        except ValueError as e:
+            raise ValueError(f"{e} (schema {source})") from None
 
 
 def _schema_dirs(path: str | None, info: ValidationInfo | None) -> tuple[Path, Path]:
@@ -191,6 +270,20 @@ def _schema_map(v: Any, info: ValidationInfo) -> SchemaMap:
 
 
 ToolSchemas = Annotated[SchemaMap, BeforeValidator(_schema_map)]
+
+
+def regex_sources(value: Any) -> list[str]:
+    """The patterns a compiled parameter matches with: a regex's, or a schema's `pattern`s and
+    `patternProperties` (what `kit lint` inspects)."""
+    if isinstance(value, SafeRegex):
+        return [value.source]
+    if isinstance(value, CompiledSchema):
+        schemas = [value]
+    elif isinstance(value, SchemaMap):
+        schemas = list(value.schemas.values())
+    else:
+        return []
+    return [key for s in schemas for key in getattr(s.validate, "__globals__", {}).get("REGEX_PATTERNS") or {}]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from typing import Any
 import regex
 
 from kit.case import MAX_RUNS, Case, CheckSpec, find_invariants_file, find_upwards, load_invariants, load_suite
-from kit.checks.params import SafeRegex
+from kit.checks.params import regex_sources
 from kit.errors import KitInputError
 from kit.rubrics import RubricSet, load_rubrics
 from kit.settings import load_settings
@@ -67,11 +67,11 @@ def lint_specs(
                 problems.append(
                     KitInputError(f"tool {unknown[0]!r} is not in {tools_file}", file=file, case=case, check=where)
                 )
-        for v in spec.params.values():
-            if isinstance(v, SafeRegex) and _NESTED_QUANTIFIER.search(v.source):
+        for source in (s for v in spec.params.values() for s in regex_sources(v)):  # regexes, schema patterns
+            if _NESTED_QUANTIFIER.search(source):
                 problems.append(
                     KitInputError(
-                        f"regex {v.source!r} nests quantifiers and can backtrack catastrophically",
+                        f"regex {source!r} nests quantifiers and can backtrack catastrophically",
                         file=file,
                         case=case,
                         check=where,
