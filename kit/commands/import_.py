@@ -69,7 +69,12 @@ def main(args: argparse.Namespace) -> int:
         part.unlink(missing_ok=True)
         return code
     if args.output:
-        part.replace(args.output)
+        try:
+            part.replace(args.output)
+        except OSError as e:
+            part.unlink(missing_ok=True)
+            print(f"kit import: {args.output}: {e.strerror}", file=sys.stderr)
+            return 2
         print(f"kit import: {count} trace(s) written to {args.output}", file=sys.stderr)
         return 0
     try:
