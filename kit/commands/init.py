@@ -246,7 +246,7 @@ def main(args: argparse.Namespace) -> int:
     if not _SPEC.match(agent):
         print(f"kit init: --agent must be module:callable, got {agent!r}", file=sys.stderr)
         return 2
-    cases = args.cases or known_cases or DEFAULT_CASES
+    cases = args.cases or known_cases or _ask(f"Your cases, a file or folder [{DEFAULT_CASES}]: ") or DEFAULT_CASES
     purpose = args.purpose or known_purpose or DEFAULT_PURPOSE
     module = root / (agent.partition(":")[0].replace(".", "/"))
     files = generated(root, agent, cases, purpose)
