@@ -185,26 +185,20 @@ def export(args: argparse.Namespace) -> int:
             print(f"kit calibrate: --export {args.export}: {e}", file=sys.stderr)
             return 2
         rows = q.judged_answers(con, run_id)
-    items, left = [], []
+    items: list[dict[str, Any]] = []
+    left: dict[str, list[str]] = {}  # why -> the answers left out for it
     for row in rows:
         name = row["check"].removeprefix("rubric:")
         case, rubric = cases.get(row["case_id"]), rubrics.get(name)
-        if case is None or rubric is None or row["trace"] is None or getattr(case, "is_multi_turn", False):
-            why = (
-                f"no case {row['case_id']!r} in {cases_root}"
-                if case is None
-                else f"no rubric {name!r} now"
-                if rubric is None
-                else "no stored trace"
-                if row["trace"] is None
-                else "a conversation (labels hold single answers)"
-            )
-            left.append(f"{row['case_id']}@{row['attempt']}:{name}: {why}")
+        why = _left_out(case, rubric, row["trace"], cases_root)
+        if why is not None:
+            left.setdefault(why, []).append(f"{row['case_id']}@{row['attempt']}:{name}")
             continue
         trace = parse_trace(json.loads(row["trace"]) if isinstance(row["trace"], str) else row["trace"])
         items.append(export_item(row["case_id"], row["attempt"], rubric, case, trace))
-    for line in left:
-        print(f"kit calibrate: --export {run_id}: left out {line}", file=sys.stderr)
+    for why, keys in left.items():
+        shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+        print(f"kit calibrate: --export {run_id}: left out {len(keys)} answers, {why}: {shown}", file=sys.stderr)
     if not items:
         print(
             f"kit calibrate: --export {run_id}: no judged answer to label (did a judge run the rubrics?)",
@@ -214,3 +208,16 @@ def export(args: argparse.Namespace) -> int:
     sys.stdout.write(skeleton(items))
     print(f"kit calibrate: {len(items)} answers of run {run_id} to label", file=sys.stderr)
     return 0
+
+
+def _left_out(case: Any, rubric: Any, trace: Any, cases_root: Path) -> str | None:
+    """Why a judged answer cannot become a label (None when it can)."""
+    if case is None:
+        return f"their cases are not in {cases_root}"
+    if rubric is None:
+        return "their rubrics are no longer in the rubrics file"
+    if trace is None:
+        return "no trace was stored"
+    if getattr(case, "is_multi_turn", False):
+        return "conversations (labels hold single answers)"
+    return None
