@@ -13,15 +13,16 @@ from kit.store import open_store
 from tests.unit._fixed_agent import EXAMPLE, forget_agent, run_cases, write_agent
 
 FLOORS = {"steady": 0.6}  # steady's own floor: a fall to 30/40 clears it, yet is a significant drop
-BEFORE = {"steady": (40, 40), "wobbly": (39, 40), "jittery": (38, 40)}
-AFTER = {"steady": (30, 40), "wobbly": (20, 40), "jittery": (37, 40)}
+BEFORE = {"steady": (40, 40), "wobbly": (39, 40), "jittery": (38, 40)}  # flaky_agent:v1
+NOISY = {"steady": (40, 40), "wobbly": (37, 40), "jittery": (36, 40)}  # v2
+AFTER = {"steady": (30, 40), "wobbly": (20, 40), "jittery": (37, 40)}  # v3
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """README's worked example: examples/flaky (its agent, its two case files, its gates.yaml)."""
+    """README's worked example: examples/flaky (its agent, its cases, its gates.yaml)."""
     write_agent(tmp_path)
-    for name in ("before.yaml", "noise.yaml", "after.yaml", "gates.yaml"):
+    for name in ("cases.yaml", "gates.yaml"):
         shutil.copy(EXAMPLE / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("KIT_RUN_ID", raising=False)
@@ -30,16 +31,17 @@ def project(tmp_path, monkeypatch):
     forget_agent()
 
 
-def gate(project, cases: str, *extra: str) -> int:
+def gate(project, *extra: str) -> int:
     store = project / "evals.duckdb"
-    argv = ["gate", "--store", str(store), "--config", str(project / "gates.yaml"), "--cases", cases]
+    argv = ["gate", "--store", str(store), "--config", str(project / "gates.yaml"), "--cases", "cases.yaml"]
     return kit([*argv, *extra])
 
 
 @pytest.fixture
 def two_runs(project):
     store = project / "evals.duckdb"
-    return run_cases(project / "before.yaml", store, BEFORE), run_cases(project / "after.yaml", store, AFTER)
+    cases = project / "cases.yaml"
+    return run_cases(cases, store, BEFORE, version="v1"), run_cases(cases, store, AFTER, version="v3")
 
 
 def test_the_issue_done_when(project, two_runs, capsys):
@@ -47,14 +49,14 @@ def test_the_issue_done_when(project, two_runs, capsys):
     before, after = two_runs
     capsys.readouterr()
     # 40/40, 39/40 and 38/40 under a floor of 0.8: the gate passes, and names the flaky cases.
-    assert gate(project, "before.yaml", "--run", before) == 0
+    assert gate(project, "--run", before) == 0
     out = capsys.readouterr().out
     assert f"gate passed for run {before}" in out
     assert "flaky: case wobbly passed 39/40 (0.97), at or above its floor 0.80" in out
     assert "flaky: case jittery passed 38/40 (0.95), at or above its floor 0.80" in out
 
     # The second run against the first.
-    assert gate(project, "after.yaml", "--run", after, "--baseline", before) == 1
+    assert gate(project, "--run", after, "--baseline", before) == 1
     said = capsys.readouterr()
     problems = [ln for ln in said.err.splitlines() if ln.startswith("  - ")]
     named = {re.search(r"case (\S+)", ln).group(1) for ln in problems}
@@ -76,10 +78,10 @@ def test_the_issue_done_when(project, two_runs, capsys):
 def test_a_run_that_only_slips_by_noise_passes(project, capsys):
     """README's second run: 39/40 -> 37/40 and 38/40 -> 36/40 are listed as noise; the gate passes."""
     store = project / "evals.duckdb"
-    before = run_cases(project / "before.yaml", store, BEFORE)
-    noisy = run_cases(project / "noise.yaml", store, {"steady": (40, 40), "wobbly": (37, 40), "jittery": (36, 40)})
+    before = run_cases(project / "cases.yaml", store, BEFORE, version="v1")
+    noisy = run_cases(project / "cases.yaml", store, NOISY, version="v2")
     capsys.readouterr()
-    assert gate(project, "noise.yaml", "--run", noisy, "--baseline", before) == 0
+    assert gate(project, "--run", noisy, "--baseline", before) == 0
     out = capsys.readouterr().out
     assert f"noise vs baseline {before}: case wobbly 39/40 (0.97) → 37/40 (0.93), p = 0.92" in out
     assert f"noise vs baseline {before}: case jittery 38/40 (0.95) → 36/40 (0.90), p = 0.92" in out
@@ -89,7 +91,7 @@ def test_a_run_that_only_slips_by_noise_passes(project, capsys):
 def test_without_the_baseline_only_the_floors_decide(project, two_runs, capsys):
     _, after = two_runs
     capsys.readouterr()
-    assert gate(project, "after.yaml", "--run", after) == 1
+    assert gate(project, "--run", after) == 1
     err = capsys.readouterr().err
     assert "hard fail: case wobbly check contains (20x): output lacks 'fine'" in err
     assert "(case passed 20/40 (0.50), under its floor 0.80)" in err
@@ -100,7 +102,7 @@ def test_the_default_floor_is_todays_behaviour(project, two_runs, capsys):
     before, _ = two_runs
     (project / "gates.yaml").write_text("baseline: {new_failures: fail}\n")
     capsys.readouterr()
-    assert gate(project, "before.yaml", "--run", before) == 1  # 39/40 fails under the default 1.0...
+    assert gate(project, "--run", before) == 1  # 39/40 fails under the default 1.0...
     err = capsys.readouterr().err
     assert "case wobbly" in err and "case jittery" in err
     assert "case steady" not in err  # ...its own floor 0.6 still holds for steady
@@ -127,8 +129,8 @@ def test_every_source_is_gated_alike(project, two_runs, source, capsys):
     store = open_store(project / "evals.duckdb")
     before, after = _record(store, source, BEFORE), _record(store, source, AFTER)
     capsys.readouterr()
-    assert gate(project, "after.yaml", "--run", kit_after, "--baseline", kit_before) == 1
+    assert gate(project, "--run", kit_after, "--baseline", kit_before) == 1
     kit_lines = capsys.readouterr().err.replace(kit_before, "BASE").splitlines()[1:]
-    assert gate(project, "after.yaml", "--run", after, "--baseline", before) == 1
+    assert gate(project, "--run", after, "--baseline", before) == 1
     lines = capsys.readouterr().err.replace(before, "BASE").splitlines()[1:]
     assert lines == kit_lines and len(lines) == 3
