@@ -8,13 +8,13 @@ LLMTestCase also works: put the trace dict under `metadata["kit_trace"]`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Turn
 from pydantic import Field
 
 from kit.case import Case
+from kit.rubrics import input_text
 from kit.trace import Trace, parse_trace
 
 TRACE_KEY = "kit_trace"
@@ -30,14 +30,6 @@ class KitConversationalTestCase(ConversationalTestCase):
     """A ConversationalTestCase plus the parsed kit trace of the whole conversation (never serialised)."""
 
     kit_trace: Any = Field(default=None, exclude=True, repr=False)
-
-
-def _input_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):  # a list of {role, content} messages: the judge reads it as a transcript
-        return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in value if isinstance(m, dict))
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _tool_calls(trace: Trace) -> list[ToolCall]:
@@ -56,7 +48,7 @@ def conversation_turns(trace: Trace) -> list[Turn]:
         part = trace.for_turn(n)
         for span in part.spans:
             if span.kind == "message" and span.role == "user":
-                out.append(Turn(role="user", content=_input_text(span.content), metadata={"turn": n}))
+                out.append(Turn(role="user", content=input_text(span.content), metadata={"turn": n}))
         out.append(
             Turn(
                 role="assistant",
@@ -91,7 +83,7 @@ def kit_test_case(trace: Trace | dict[str, Any], case: Case) -> Any:
         return kit_conversational_test_case(parsed, case)
     return KitTestCase(
         name=f"{case.id}#{parsed.attempt}",
-        input=_input_text(case.input),
+        input=input_text(case.input),
         actual_output=parsed.output,
         expected_output=case.reference,
         tools_called=_tool_calls(parsed),

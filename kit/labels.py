@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kit import yamlio
 from kit.errors import KitInputError, first_error
-from kit.rubrics import Rubric, RubricSet, case_context
+from kit.rubrics import Rubric, RubricSet, case_context, input_text, retrieved
 
 Human = Literal["pass", "fail"]
 # The params an item must give with something in it; tools_called may be an empty list (no tool called).
@@ -186,10 +186,8 @@ def skeleton(items: list[dict[str, Any]]) -> str:
 def export_item(case_id: str, attempt: int, rubric: Rubric, case: Any, trace: Any) -> dict[str, Any]:
     """One judged answer of a stored run as a label to fill: the fields its rubric shows the judge, taken
     from the case (input, reference, context) and the run's trace (output, tool calls, retrieved results)."""
-    from kit.rubrics import retrieved
-
     values: dict[str, Any] = {
-        "input": case.input if isinstance(case.input, str) else json.dumps(case.input, ensure_ascii=False),
+        "input": input_text(case.input),
         "actual_output": trace.output,
         "expected_output": case.reference,
         "context": case_context(case) or None,

@@ -66,6 +66,16 @@ class AppliesTo(BaseModel):
         return any(p == case.id and not (_GLOB & set(p)) for p in self.cases)
 
 
+def input_text(value: Any) -> str:
+    """A case's input as the judge reads it: a string as is, a list of {role, content} messages as a
+    transcript (`role: content` lines), anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in value if isinstance(m, dict))
+    return json.dumps(value, ensure_ascii=False)
+
+
 def case_context(case: Case) -> list[str]:
     """The case's context as DeepEval's `context`: one `key: value` line per entry."""
     return [f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in case.context.items()]
