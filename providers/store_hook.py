@@ -50,7 +50,9 @@ def afterAll(context: dict[str, Any], options: dict[str, Any] | None = None) -> 
     data = output_file(context)
     path = results_path(data["evalId"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    # ASCII: a lone surrogate in a test's text (JavaScript allows one) is a JSON escape, which UTF-8 could
+    # not hold; `kit ingest` stores it escaped.
+    path.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
     # `kit ingest`, not its module: the adapters use the kit's commands, never the store's internals.
     proc = subprocess.run(
         [sys.executable, "-m", "kit.cli", "ingest", "promptfoo", str(path)],

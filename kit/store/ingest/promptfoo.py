@@ -183,8 +183,24 @@ def _planned(results: list[tuple[int, PfResult]], key: str) -> str | None:
     return None
 
 
+def escape_surrogates(value: Any) -> Any:
+    """`value` with every lone surrogate (JavaScript strings may hold them; UTF-8, DuckDB and the spool
+    cannot) written as its escape, `\\udXXX`: the row is stored and the bad text stays visible."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, list):
+        return [escape_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {escape_surrogates(k): escape_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def parse(path: Path) -> PfFile:
-    raw = read_json(path)
+    raw = escape_surrogates(read_json(path))
     if not isinstance(raw, dict) or "results" not in raw:
         raise KitInputError("not a Promptfoo output file (no top-level `results`)", file=str(path))
     try:
