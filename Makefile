@@ -5,9 +5,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 
-# Nothing leaves the machine: telemetry off for DeepEval and Promptfoo in every target.
-export DEEPEVAL_TELEMETRY_OPT_OUT := 1
-export DEEPEVAL_UPDATE_WARNING_OPT_IN := 0
+# Nothing leaves the machine: the pipeline and the Promptfoo launcher set the offline environment
+# (kit/offline.py); .env holds the same for the tools typed by hand.
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install test test-fast lint evals clean
@@ -45,10 +44,18 @@ CASES ?=
 SHARDS ?=
 BASELINE_STORE ?=
 EVALS_OUT ?=
+CONCURRENCY ?=
+# The variables reach the pipeline in the environment, never through the shell: a value with a space, a
+# quote or a `;` in it is one argument, exactly as typed.
+evals: export KIT_MAKE_AGENT = $(value AGENT)
+evals: export KIT_MAKE_VARIANT = $(value VARIANT)
+evals: export KIT_MAKE_CASES = $(value CASES)
+evals: export KIT_MAKE_SHARDS = $(value SHARDS)
+evals: export KIT_MAKE_BASELINE_STORE = $(value BASELINE_STORE)
+evals: export KIT_MAKE_EVALS_OUT = $(value EVALS_OUT)
+evals: export KIT_MAKE_CONCURRENCY = $(value CONCURRENCY)
 evals: $(STAMP) $(NPM_STAMP)
-	$(PY) -m kit.pipeline $(if $(VARIANT),--variant $(VARIANT)) $(if $(AGENT),--agent $(AGENT)) \
-	  $(if $(CASES),--cases $(CASES)) $(if $(SHARDS),--shards $(SHARDS)) \
-	  $(if $(BASELINE_STORE),--baseline-store $(BASELINE_STORE)) $(if $(EVALS_OUT),--out $(EVALS_OUT))
+	$(PY) -m kit.pipeline --from-make
 
 clean:
 	rm -rf $(VENV) node_modules .kit .promptfoo redteam/redteam.yaml
@@ -63,19 +70,16 @@ $(NPM_STAMP): package.json package-lock.json .npmrc
 	npm ci --loglevel=error
 	touch $@
 
-PROMPTFOO := $(PY) providers/run_promptfoo.py
-PF_OUT    := .promptfoo/out
 
 .PHONY: promptfoo-config promptfoo-eval
 promptfoo-config: $(STAMP)
 	$(PY) -m kit_promptfoo.genconfig
 
-# The golden eval; results go into the store (source promptfoo) whether or not the eval passed.
+# One stage of `make evals` on its own (the same function, the same store, no second ingest); the agent is
+# called live, as no kit stage ran before it.
+promptfoo-eval: export KIT_MAKE_ONLY = promptfoo
 promptfoo-eval: $(STAMP) $(NPM_STAMP)
-	@mkdir -p $(PF_OUT)
-	$(PY) -m kit_promptfoo.genconfig --check
-	$(PROMPTFOO) eval -c promptfooconfig.yaml --no-progress-bar --no-table -o $(PF_OUT)/golden.json; \
-	  status=$$?; $(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/golden.json || status=2; exit $$status
+	$(PY) -m kit.pipeline --from-make
 
 # --- Reference agent: regenerate golden/tools.json and re-record the golden cassettes. ---
 .PHONY: agent-tools agent-cassettes
@@ -90,23 +94,18 @@ agent-cassettes: $(STAMP) agent-tools
 # DeepEval starts: it reads .env and builds its telemetry client at import, before tests/evals loads.
 # KIT_VARIANT=<fault> selects a fault variant; KIT_JUDGE_MODEL/KIT_JUDGE_BASE_URL configure the judge.
 .PHONY: deepeval-evals
+deepeval-evals: export KIT_MAKE_ONLY = deepeval
 deepeval-evals: $(STAMP)
-	DEEPEVAL_DISABLE_DOTENV=1 DEEPEVAL_TELEMETRY_OPT_OUT=1 CONFIDENT_API_KEY=$${KIT_DEEPEVAL_UPLOAD:+$$CONFIDENT_API_KEY} \
-	  $(VENV)/bin/deepeval test run tests/evals -d failing $(DEEPEVAL_ARGS)
+	$(PY) -m kit.pipeline --from-make
 
 # --- Store: speed figures of the store (insert, report query, concurrent writers). ---
 .PHONY: bench-store
 bench-store: $(STAMP)
 	$(PY) bench/store.py
 
-# The offline red team: attacks from redteam/attacks.yaml, static strategies, the oracle as hard gates.
-# Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable target: the verdict
-# (redteam/verdict.py) decides instead - the default agent resists all, the vulnerable one does not.
+# The offline red team: attacks from redteam/attacks.yaml, static strategies, the oracle as hard gates
+# (`make evals`' redteam stage on its own; the verdict step checks the vulnerable control target fails).
 .PHONY: promptfoo-redteam
+promptfoo-redteam: export KIT_MAKE_ONLY = redteam
 promptfoo-redteam: $(STAMP) $(NPM_STAMP)
-	@mkdir -p $(PF_OUT)
-	$(PROMPTFOO) redteam run -c redteam/promptfooconfig.yaml --force --no-progress-bar; \
-	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 100 ] || exit $$status
-	$(PROMPTFOO) export eval latest -o $(PF_OUT)/redteam.json
-	$(VENV)/bin/kit ingest promptfoo --force $(PF_OUT)/redteam.json
-	$(PY) redteam/verdict.py $(PF_OUT)/redteam.json
+	$(PY) -m kit.pipeline --from-make

@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 
+from kit.offline import DEAD_PROXY_URL, DEEPEVAL, PROXY_VARS
+
 UPLOAD_FLAG = "KIT_DEEPEVAL_UPLOAD"
-# The project's .env sends Promptfoo's non-local requests to this closed port (its telemetry beacon has no
+# The project's .env sends Promptfoo's non-local requests to a closed port (its telemetry beacon has no
 # off switch). DeepEval reads the same .env; its own traffic is off by its flags, and a remote judge
-# must reach its host, so the sentinel proxy is dropped here. A real proxy the user set is kept.
-DEAD_PROXY = "http://127.0.0.1:9"
-PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+# must reach its host, so that sentinel proxy is dropped here. A real proxy the user set is kept.
 
 
 def upload_requested(env: MutableMapping[str, str] | None = None) -> bool:
@@ -28,11 +28,10 @@ def upload_requested(env: MutableMapping[str, str] | None = None) -> bool:
 
 def quiet_offline(env: MutableMapping[str, str] | None = None) -> None:
     env = os.environ if env is None else env
-    env["DEEPEVAL_TELEMETRY_OPT_OUT"] = "1"
-    env["DEEPEVAL_UPDATE_WARNING_OPT_IN"] = "0"
+    env.update(DEEPEVAL)
     env.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
     for var in PROXY_VARS:
-        if env.get(var) == DEAD_PROXY:
+        if env.get(var) == DEAD_PROXY_URL:
             del env[var]
     if not upload_requested(env):
         env["CONFIDENT_API_KEY"] = ""

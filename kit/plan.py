@@ -58,9 +58,7 @@ class Plan:
     @property
     def invariants(self) -> Path | None:
         """The settings' invariants file, else the one beside or above the cases."""
-        if self.settings.invariants is not None:
-            return self.settings.invariants
-        return find_invariants_file(Path(self.cases))
+        return suite_invariants(self.settings, self.cases)
 
     def invariants_for(self, case_file: str | Path) -> Path | None:
         """The invariants a case file's cases expand: the plan's for a file of its suite (so every front end
@@ -130,6 +128,14 @@ class Plan:
         if self.settings.invariants is None and self.invariants is not None:
             out["KIT_INVARIANTS"] = str(self.invariants)
         return out
+
+
+def suite_invariants(settings: Settings, cases: str | Path | None = None) -> Path | None:
+    """The invariants a suite's cases expand (every front end, and `kit lint`): the settings' file, else the
+    one beside or above the cases (default: the settings' cases)."""
+    if settings.invariants is not None:
+        return settings.invariants
+    return find_invariants_file(Path(cases if cases is not None else settings.cases))
 
 
 def trace_model(trace: Any) -> str | None:

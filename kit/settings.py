@@ -114,6 +114,9 @@ class Settings(_Frozen):
     agent_timeout: float = Field(default=60.0, gt=0, le=MAX_AGENT_TIMEOUT, allow_inf_nan=False)
     # Agent calls in flight at once, across every process of one `make evals` (kit.runner.slots).
     concurrency: int = Field(default=8, ge=1, le=1024)
+    # The longest one stage of `make evals` may take, in seconds: a tool that hangs (or a child of the agent
+    # that holds its output open) fails that stage by name instead of holding the build forever.
+    stage_timeout: float = Field(default=3600.0, gt=0, le=7 * 24 * 3600, allow_inf_nan=False)
     agent_model: str | None = None
     run_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
     # A recorded-runs file (kit.runner.recorded): DeepEval and Promptfoo judge these runs instead of calling
@@ -150,6 +153,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_AGENT_POLICY": ("agent_policy",),
     "KIT_AGENT_TIMEOUT": ("agent_timeout",),
     "KIT_CONCURRENCY": ("concurrency",),
+    "KIT_STAGE_TIMEOUT": ("stage_timeout",),
     "KIT_AGENT_MODEL": ("agent_model",),
     "KIT_RUN_ID": ("run_id",),
     "KIT_REPLAY_RUNS": ("replay_runs",),

@@ -93,6 +93,29 @@ def case_tests(case: Any) -> list[dict[str, Any]]:
     ]
 
 
+def suite_tests(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """One test per case and attempt of the cases at `path`, their invariants the plan's (the settings'
+    invariants file, else the one beside the cases: what `kit run` and DeepEval use), and one test per case
+    or file that does not load, whose provider call fails with the loading error (never left out)."""
+    from kit.case import load_suite
+    from kit.plan import suite_invariants
+    from kit.settings import load_settings
+
+    settings = load_settings()
+    suite = load_suite(path, suite_invariants(settings, path))
+    tests = [t for c in sorted(suite.cases, key=lambda c: (_rel(c.file), c.id)) for t in case_tests(c)]
+    for error in suite.errors:
+        # The provider reports the case file's loading error for this test (kit_promptfoo.kit_request).
+        where = _rel(error.file) if getattr(error, "file", None) else _rel(str(path))
+        tests.append(
+            {
+                "description": f"does not load: {error}"[:200],
+                "vars": {"case_id": getattr(error, "case", None) or "(file)", "case_file": where, "input": ""},
+            }
+        )
+    return tests, [str(e) for e in suite.errors]
+
+
 def file_ref(target: Path, out: Path) -> str:
     """A `file://` reference to `target` as Promptfoo resolves it: relative to the config file's folder."""
     return "file://" + Path(os.path.relpath(target, out.resolve().parent)).as_posix()
@@ -139,9 +162,7 @@ def build(
     out: Path = OUT,
     redteam: Path | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    from kit.case import load_suite
-
-    suite = load_suite(golden)
+    tests, errors = suite_tests(golden)
     if agent is None:
         description = "Golden cases of the reference agent, judged by the kit's oracle (hard gates)"
     else:  # what the store keeps as the run's agent: the callable's path, exactly as `kit run` labels it
@@ -159,7 +180,7 @@ def build(
             ]
         },
         "extensions": [file_ref(HERE / "store_hook.py", out) + ":afterAll"],
-        "tests": [t for c in sorted(suite.cases, key=lambda c: (_rel(c.file), c.id)) for t in case_tests(c)],
+        "tests": tests,
     }
     if redteam is not None:
         parts = redteam_parts(redteam, out)
@@ -168,7 +189,7 @@ def build(
             config["defaultTest"]["options"] = parts["options"]
         config["extensions"] = list(dict.fromkeys([*parts["extensions"], *config["extensions"]]))
         config["redteam"] = parts["redteam"]
-    return config, [str(e) for e in suite.errors]
+    return config, errors
 
 
 def render(config: dict[str, Any]) -> str:

@@ -16,37 +16,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kit.offline import promptfoo_env
 from kit.settings import project_root
 
 ROOT = project_root()
-
-# Every flag Promptfoo 0.123.1 reads to decide whether to reach the network (checked in its dist source).
-OFFLINE_FLAGS: dict[str, str] = {
-    "PROMPTFOO_DISABLE_TELEMETRY": "1",
-    "PROMPTFOO_DISABLE_UPDATE": "1",
-    "PROMPTFOO_DISABLE_SHARING": "1",
-    "PROMPTFOO_DISABLE_SHARE_EMAIL_REQUEST": "1",
-    "PROMPTFOO_DISABLE_REDTEAM_REMOTE_GENERATION": "1",
-    "PROMPTFOO_DISABLE_REMOTE_GENERATION": "1",
-    # Red-team moderation would call a remote moderation model; keep it off explicitly.
-    "PROMPTFOO_DISABLE_REDTEAM_MODERATION": "1",
-}
-
-
-# Promptfoo 0.123.1 still POSTs one "telemetry disabled" beacon to a hard-coded host when telemetry is
-# off (promptfoo/promptfoo#9968, open). Its fetch honours the proxy variables, so sending every
-# non-local request to a closed port on 127.0.0.1 stops it before any DNS lookup; local model doubles
-# and judges on 127.0.0.1 stay reachable through NO_PROXY. KIT_PROMPTFOO_ONLINE=1 lifts this for a
-# remote judge model.
-_DEAD = "http://127.0.0.1:9"
-DEAD_PROXY: dict[str, str] = {
-    "HTTPS_PROXY": _DEAD,
-    "HTTP_PROXY": _DEAD,
-    "https_proxy": _DEAD,
-    "http_proxy": _DEAD,
-    "NO_PROXY": "127.0.0.1,localhost,::1",
-    "no_proxy": "127.0.0.1,localhost,::1",
-}
 
 
 def promptfoo_bin(root: Path = ROOT) -> Path:
@@ -60,22 +33,12 @@ def python_for(root: Path = ROOT) -> str:
 
 
 def offline_env(root: Path = ROOT, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment Promptfoo must run in: offline flags, state under the project, the project's Python."""
-    env = dict(os.environ if base is None else base)
-    env.update(OFFLINE_FLAGS)
-    state = root / ".promptfoo"
-    env["PROMPTFOO_CONFIG_DIR"] = str(state)
-    env["PROMPTFOO_CACHE_PATH"] = str(state / "cache")
-    # Promptfoo keys its Python-provider cache on the provider file's hash, not on `kit/agent`: a cached
-    # answer would hide a change to the agent. Every eval runs the agent afresh.
-    env.setdefault("PROMPTFOO_CACHE_ENABLED", "false")
-    env["PROMPTFOO_PYTHON"] = python_for(root)
+    """The environment Promptfoo must run in (kit.offline): offline flags, state under the project, the
+    project's Python, and node_modules/.bin first on PATH (the Node that package.json pins)."""
+    env = promptfoo_env(root, python_for(root), os.environ if base is None else base)
     env["PATH"] = os.pathsep.join([str(root / "node_modules" / ".bin"), env.get("PATH", "")])
     # The Python workers import the project's own modules (a user's agent) from its root.
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), env.get("PYTHONPATH", "")] if p)
-    env.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
-    if env.get("KIT_PROMPTFOO_ONLINE") != "1":
-        env.update(DEAD_PROXY)
     return env
 
 
@@ -83,8 +46,51 @@ def command(args: Sequence[str], root: Path = ROOT) -> list[str]:
     return [str(promptfoo_bin(root)), *args]
 
 
+def unnamed_agents(args: Sequence[str], root: Path = ROOT) -> list[str]:
+    """The kit's agent providers, in the config that `args` name (`-c FILE`, else promptfooconfig.yaml), that
+    would run no agent: no `agent:` in their config, no `reference: true`, and none in the settings."""
+    import yaml
+
+    from kit.errors import KitInputError
+    from kit.settings import load_settings
+    from kit.yamlio import safe_load
+
+    try:
+        if load_settings().agent:
+            return []
+    except KitInputError:
+        return []  # the provider says what is wrong with the settings, per test
+    files = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "--config")]
+    missing: list[str] = []
+    for name in files or ["promptfooconfig.yaml"]:
+        path = Path(name) if Path(name).is_absolute() else root / name
+        try:
+            config = safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue  # Promptfoo reports a config it cannot read
+        if not isinstance(config, dict):
+            continue
+        for key in ("providers", "targets"):
+            for p in config.get(key) or []:
+                if not isinstance(p, dict) or "agent_provider" not in str(p.get("id", "")):
+                    continue
+                own = p.get("config") if isinstance(p.get("config"), dict) else {}
+                if not own.get("agent") and not own.get("reference"):
+                    missing.append(f"{name}: provider {p.get('label') or p.get('id')}")
+    return missing
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    missing = unnamed_agents(args)
+    if missing:
+        for m in missing:
+            print(
+                f"run_promptfoo: {m}: no agent named: give it in the provider's config (agent: module:callable), "
+                "in KIT_AGENT or in [tool.kit] agent",
+                file=sys.stderr,
+            )
+        return 2
     exe = promptfoo_bin()
     if not exe.exists():
         print(f"run_promptfoo: {exe} is missing; run `make promptfoo-install` first", file=sys.stderr)

@@ -15,6 +15,7 @@ from kit.errors import error_line
 M = TypeVar("M", bound=BaseModel)
 
 CORPUS = Path(__file__).resolve().parent / "attacks.yaml"
+GENERIC = Path(__file__).resolve().parent / "generic" / "attacks.yaml"
 CATEGORIES = (
     "injection-user",
     "injection-tool",
@@ -52,11 +53,14 @@ class Attack(BaseModel):
 
 def configured() -> Path:
     """The settings' corpus (`[tool.kit.redteam] corpus`, KIT_REDTEAM_CORPUS), relative to the project root:
-    the generator and the hook read the same attacks the red-team config was built for."""
+    the generator and the hook read the same attacks the red-team config was built for. `generic`: the
+    kit's own attacks for any tool-using agent (generic/attacks.yaml beside this module)."""
     from kit.settings import load_settings, project_root
 
     settings = load_settings()
     path = settings.redteam.corpus
+    if str(path) == "generic":
+        return GENERIC
     return path if path.is_absolute() else project_root(settings) / path
 
 

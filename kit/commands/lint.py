@@ -11,7 +11,7 @@ from typing import Any
 
 import regex
 
-from kit.case import MAX_RUNS, Case, CheckSpec, find_invariants_file, find_upwards, load_invariants, load_suite
+from kit.case import MAX_RUNS, Case, CheckSpec, find_upwards, load_invariants, load_suite
 from kit.checks.params import regex_sources
 from kit.errors import KitInputError
 from kit.rubrics import RubricSet, load_rubrics
@@ -26,6 +26,11 @@ _NESTED_QUANTIFIER = regex.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)(?:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a case file or a folder of them")
     parser.add_argument("--tools", metavar="FILE", help="tool schemas (default: the nearest tools.json)")
+    parser.add_argument(
+        "--invariants",
+        metavar="FILE",
+        help="named invariants (default: the settings' invariants, else the nearest invariants.yaml)",
+    )
     parser.add_argument("--rubrics", metavar="FILE", help="G-Eval rubrics (default: the settings' rubrics file)")
     parser.add_argument("--gates", metavar="FILE", help="gate policy whose floors apply (default: the settings' gates)")
     parser.add_argument(
@@ -164,14 +169,18 @@ def lint_labels(root: Path, given: str | None, rubrics: RubricSet) -> list[KitIn
 
 
 def main(args: argparse.Namespace) -> int:
+    from kit.plan import suite_invariants
+    from kit.settings import load_settings
+
     root = Path(args.path)
-    suite = load_suite(root)
+    # The same invariants as every front end runs with (kit.plan): given, else the settings', else found.
+    inv = suite_invariants(load_settings({"invariants": args.invariants}), root)
+    suite = load_suite(root, inv)
     problems = list(suite.errors)
     tools_path = Path(args.tools) if args.tools else find_upwards(root, "tools.json")
     tools, problem = read_tools(tools_path)
     if problem is not None:
         problems.append(problem)
-    inv = find_invariants_file(root)
     named = {"tools_file": str(tools_path)}
     if inv is not None and not any(e.file == str(inv) for e in suite.errors):
         # Each invariant is linted once, not once per case that lists it.

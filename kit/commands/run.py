@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", metavar="I/N", help="run shard I of N (1-based) and write it to --out")
     parser.add_argument("--out", metavar="PATH", help="results file: a .json file, or a folder of Parquet files")
     parser.add_argument(
+        "--save-runs",
+        metavar="FILE",
+        help="also write every run (trace or error) as JSON Lines, for other front ends to judge (KIT_REPLAY_RUNS)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, metavar="N", help="a user's agent's calls in flight at once (default: settings)"
+    )
+    parser.add_argument(
         "--run-id",
         metavar="ID",
         help="the suite run's id (default: $KIT_RUN_ID or a new one); give every shard of one suite the same id",
@@ -82,9 +91,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What to do with a plan: the command line's options, for a caller that has a plan already (the
+    pipeline's kit stage)."""
+
+    runs: int | None = None
+    only: list[str] | None = None
+    shard: str | None = None
+    out: str | None = None
+    save_runs: str | None = None
+    no_store: bool = False
+    json: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    workers: int | None = None
+    pool: str = "process"
+    concurrency: int | None = None
+    merge: list[str] | None = None
+    store: str | None = None  # with `merge`: the store to merge into
+
+
 def main(args: argparse.Namespace) -> int:
+    request = RunRequest(**{f.name: getattr(args, f.name) for f in fields(RunRequest)})
     try:
-        return _main(args, _plan(args))
+        if args.merge:
+            return _merge(request)
+        return run_plan(_plan(args), request)
+    except KitInputError as e:
+        print(f"kit run: {e}", file=sys.stderr)
+        return 2
+
+
+def run_plan(the_plan: Any, request: RunRequest) -> int:
+    """Run the plan's suite as the request says; results to the plan's store as they land. The exit code
+    of `kit run`: 0 every run passed, 1 some failed, 2 bad input or results not stored."""
+    try:
+        return _main(request, the_plan)
     except KitInputError as e:
         print(f"kit run: {e}", file=sys.stderr)
         return 2
@@ -96,8 +139,6 @@ def _plan(args: argparse.Namespace) -> Any:
     from kit.plan import make_plan
     from kit.settings import load_settings
 
-    if args.merge:
-        return None
     settings = load_settings(
         {
             "agent": args.agent,
@@ -111,13 +152,12 @@ def _plan(args: argparse.Namespace) -> Any:
     return make_plan(settings, variant=args.variant, policy=args.policy, replay=args.replay, record=args.record)
 
 
-def _main(args: argparse.Namespace, the_plan: Any) -> int:
+def _main(args: RunRequest, the_plan: Any) -> int:
     from kit.aggregate import summarize
     from kit.runner import RunOptions, parse_shard, plan, run_suite, shard_cases
     from kit.runner.output import Progress, report
+    from kit.runner.recorded import RunsWriter
 
-    if args.merge:
-        return _merge(args)
     if args.runs is not None and args.runs < 1:
         raise KitInputError(f"--runs must be at least 1, got {args.runs}")
     timeout = the_plan.timeout
@@ -156,15 +196,32 @@ def _main(args: argparse.Namespace, the_plan: Any) -> int:
     progress = Progress(len(jobs), enabled=not args.quiet)
     t0 = time.perf_counter()
 
+    saved = RunsWriter(args.save_runs) if args.save_runs else None
+
     def landed(outcome: Any) -> None:
         progress.update(outcome.case_run)
         sink.add(outcome)
+        if saved is not None:
+            saved.add(outcome)
 
-    options = RunOptions(runs=args.runs, timeout=timeout, workers=args.workers, mode=args.pool, shard=shard)
+    options = RunOptions(
+        runs=args.runs,
+        timeout=timeout,
+        workers=args.workers,
+        mode=args.pool,
+        shard=shard,
+        concurrency=args.concurrency or the_plan.settings.concurrency,
+    )
     outcomes = _not_loaded(suite.errors, run_id) if not args.only else []
     for outcome in outcomes:
         sink.add(outcome)
-    outcomes += run_suite(jobs, agent, options, run_id=run_id, on_outcome=landed)
+        if saved is not None:
+            saved.add(outcome)
+    try:
+        outcomes += run_suite(jobs, agent, options, run_id=run_id, on_outcome=landed)
+    finally:
+        if saved is not None:
+            saved.close()
     wall = time.perf_counter() - t0
     if run_row["model"] is None:  # no model set: the traces' own
         run_row["model"] = next((m for o in outcomes if (m := the_plan.model_of(o.trace or {}))), None)
@@ -206,7 +263,20 @@ def _not_loaded(errors: list[KitInputError], run_id: str) -> list[Any]:
     return out
 
 
-def _merge(args: argparse.Namespace) -> int:
+def _merge(args: RunRequest) -> int:
+    return _merged(args)[0]
+
+
+def run_merge(request: RunRequest) -> tuple[int, list[str]]:
+    """`kit run --merge` as a function: (the exit code, the run ids the shards held)."""
+    try:
+        return _merged(request)
+    except KitInputError as e:
+        print(f"kit run: {e}", file=sys.stderr)
+        return 2, []
+
+
+def _merged(args: RunRequest) -> tuple[int, list[str]]:
     """`--merge SHARD...`: the last job of a CI matrix loads every shard and gates on the whole suite."""
     import duckdb
 
@@ -245,7 +315,7 @@ def _merge(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         report(runs, summary, verbose=args.verbose)
-    return 0 if runs and all(r.passed for r in runs) else 1
+    return (0 if runs and all(r.passed for r in runs) else 1), run_ids
 
 
 def _config_hash(agent: str, cases: list[Any], runs: int | None) -> str:
@@ -278,7 +348,7 @@ class _Sink:
     end. If the store cannot be written, everything goes to the JSON file instead, the message says so,
     and `failed` makes the exit 2."""
 
-    def __init__(self, store: str, args: argparse.Namespace, run_row: dict[str, Any], *, to_file: bool) -> None:
+    def __init__(self, store: str, args: RunRequest, run_row: dict[str, Any], *, to_file: bool) -> None:
         self.args, self.run_row, self.store = args, run_row, None
         self.failed = False
         self.pending: list[Any] = []

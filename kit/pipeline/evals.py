@@ -17,11 +17,26 @@ from typing import Any
 from kit.errors import KitInputError
 from kit.pipeline.stages import OUT, Stage, StageResult, kit_command, run_stages, stages
 from kit.pipeline.summary import Collected, collect, summary_text
+from kit.plan import Plan, make_plan
 from kit.report import junit
-from kit.settings import Settings, load_settings
-from kit.store import Store, open_store
+from kit.settings import load_settings
+from kit.store import Store, new_run_id, open_store
 from kit.store import queries as q
+from kit.store.api import EVALS_ID_ENV
 from kit.store.merge import import_runs
+
+# `make evals VAR=...` hands its variables over in the environment, never through a shell: an agent name
+# or a case path with a space or a `;` in it reaches the pipeline as one argument, exactly as typed.
+MAKE_VARS = {
+    "agent": "KIT_MAKE_AGENT",
+    "variant": "KIT_MAKE_VARIANT",
+    "cases": "KIT_MAKE_CASES",
+    "shards": "KIT_MAKE_SHARDS",
+    "baseline_store": "KIT_MAKE_BASELINE_STORE",
+    "out": "KIT_MAKE_EVALS_OUT",
+    "concurrency": "KIT_MAKE_CONCURRENCY",
+    "only": "KIT_MAKE_ONLY",
+}
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -33,26 +48,58 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--shards", type=Path, help="merge these CI shard results instead of running the kit stage")
     parser.add_argument("--baseline-store", type=Path, help="a store from the base branch, to compare against")
     parser.add_argument("--out", type=Path, default=OUT, help="where the summary, reports and logs go (.kit)")
-    return parser.parse_args(argv)
+    parser.add_argument("--concurrency", type=int, help="agent calls in flight at once, all stages together")
+    parser.add_argument(
+        "--from-make", action="store_true", help="take the options from make's KIT_MAKE_* variables (the Makefile)"
+    )
+    args = parser.parse_args(argv)
+    if args.from_make:
+        for key, var in MAKE_VARS.items():
+            value = os.environ.get(var, "")
+            if not value:
+                continue
+            if key == "only":
+                args.only = value.split()
+            elif key == "concurrency":
+                try:
+                    args.concurrency = int(value)
+                except ValueError:
+                    parser.error(f"CONCURRENCY must be a whole number, got {value!r}")
+            else:
+                args.__dict__[key] = Path(value) if key in ("cases", "shards", "baseline_store", "out") else value
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
-        settings = load_settings({"agent": args.agent, "variant": args.variant, "cases": args.cases})
+        settings = load_settings({"agent": args.agent, "cases": args.cases, "concurrency": args.concurrency})
+        plan = make_plan(settings, variant=args.variant)
+        known = {s.name for s in stages(plan, args.shards, args.out)} | {"promptfoo-state"}
+        unknown = sorted(set(args.only or ()) - known)
+        if unknown:
+            raise KitInputError(f"no stage {', '.join(unknown)} (stages: {', '.join(sorted(known))})")
     except KitInputError as e:
         print(f"make evals: {e}", file=sys.stderr)
         return 2
-    chosen = [s for s in stages(settings, args.shards, args.out) if not args.only or s.name in args.only]
-    return evaluate(settings, chosen, args.out, baseline_store=args.baseline_store)
+    wanted = (*args.only, "promptfoo-state") if args.only else None
+    replay = wanted is None or "kit" in wanted  # without the kit stage, nothing was run to judge
+    chosen = [s for s in stages(plan, args.shards, args.out, replay=replay) if wanted is None or s.name in wanted]
+    return evaluate(plan, chosen, args.out, baseline_store=args.baseline_store)
 
 
-def stage_env(settings: Settings) -> dict[str, str]:
-    """The environment of the tools' own commands: the settings as KIT_* variables (DeepEval's and
-    Promptfoo's adapters read them), each tool starting a run of its own, nothing leaving the machine."""
+def stage_env(plan: Plan, out: Path) -> dict[str, str]:
+    """The environment of the tools' own commands: the plan as KIT_* variables (DeepEval's and Promptfoo's
+    adapters read them), each tool starting a run of its own under this invocation's evals id, one shared
+    cap on the agent's calls in flight, nothing leaving the machine."""
     env = {k: v for k, v in os.environ.items() if k != "KIT_RUN_ID"}
-    env.update(settings.env())
+    env.update(plan.env())
     env.pop("KIT_RUN_ID", None)  # one run id for all stages would merge their runs
+    env.pop("KIT_REPLAY_RUNS", None)  # only the stages that judge the kit stage's runs get them
+    env[EVALS_ID_ENV] = os.environ[EVALS_ID_ENV]
+    slots = (out / "slots").resolve()
+    slots.mkdir(parents=True, exist_ok=True)
+    env["KIT_SLOTS_DIR"] = str(slots)
     env.update(
         {"DEEPEVAL_TELEMETRY_OPT_OUT": "1", "DEEPEVAL_UPDATE_WARNING_OPT_IN": "0", "PYTHONDONTWRITEBYTECODE": "1"}
     )
@@ -62,19 +109,21 @@ def stage_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_store: Path | None = None) -> int:
-    """Run the stages, then summarise and gate what they wrote. 0 when every gated run passes its gate
-    and no stage broke (exited non-zero without writing a run), else 1."""
+def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path | None = None) -> int:
+    """Run the stages, then summarise and gate what they wrote. 0 when every gated run passes its gate and
+    no stage broke (a crash, a time-out, or a run it should have written missing from the store), else 1."""
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (out / "promptfoo").mkdir(parents=True, exist_ok=True)
-    store = open_store(settings.store)
+    # Every run this invocation writes carries its id: a report shows these stages and no later ones.
+    os.environ[EVALS_ID_ENV] = new_run_id("evals")
+    store = open_store(plan.store)
     if baseline_store and baseline_store.is_file():
         print(f"==> baseline: {import_runs(store, baseline_store)} runs copied from {baseline_store}")
     with store.connect() as con:
         before = q.run_ids(con)
 
-    env = stage_env(settings)
+    env = stage_env(plan, out)
     started = time.perf_counter()
     results = run_stages(chosen, env, logs)
     wall = time.perf_counter() - started
@@ -97,10 +146,10 @@ def evaluate(settings: Settings, chosen: list[Stage], out: Path, *, baseline_sto
     if report:
         print(f"HTML report: {report}; JUnit XML: {out / 'junit.xml'}; summary: {out / 'summary.txt'}")
     print("\n== gate")
-    verdicts = [_gate(store, r, baselines[r["run_id"]], settings.cases) for r in data.gated]
+    verdicts = [_gate(store, r, baselines[r["run_id"]], plan.cases) for r in data.gated]
     broken = _broken(results, data)
-    if broken:
-        print(f"make evals: stage(s) {', '.join(broken)} failed without results; see {logs}/", file=sys.stderr)
+    for name, why in broken:
+        print(f"make evals: stage {name} broke: {why}; see {logs / (name + '.log')}", file=sys.stderr)
     if not data.runs:
         print("make evals: no run reached the store", file=sys.stderr)
     ok = bool(data.runs) and not broken and all(v == 0 for v in verdicts)
@@ -152,7 +201,16 @@ def _gate(store: Store, run: dict[str, Any], baseline: str | None, cases: Path) 
     return code
 
 
-def _broken(results: list[StageResult], data: Collected) -> list[str]:
-    """A stage that exited non-zero without writing a run is broken, not merely failing: it fails the build."""
-    wrote = {r["source"] for r in data.runs}
-    return [r.stage.name for r in results if r.code != 0 and (r.stage.source is None or r.stage.source not in wrote)]
+def _broken(results: list[StageResult], data: Collected) -> list[tuple[str, str]]:
+    """Stages that broke, each with why: exited with a code that is neither success nor a judged failure
+    (a crash, a time-out, bad input), or left out a run it must write (a tool that died, an ingest that
+    failed). Either fails the build, whatever the other stages wrote."""
+    wrote = {(r["source"], r["kind"]) for r in data.runs}
+    out: list[tuple[str, str]] = []
+    for r in results:
+        missing = [f"{src} {kind}" for src, kind in r.stage.writes if (src, kind) not in wrote]
+        if r.broke:
+            out.append((r.stage.name, "timed out" if r.code == 124 else f"exit {r.code}"))
+        elif missing:
+            out.append((r.stage.name, f"no {', no '.join(missing)} run reached the store"))
+    return out

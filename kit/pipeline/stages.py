@@ -9,6 +9,12 @@ The tools' stages (DeepEval, Promptfoo eval, the red team) run at the same time,
 runner: each is mostly one tool process waiting on its own workers, so together they fill the cores that
 each alone leaves idle. The kit's runner runs alone because it forks its workers, which is unsafe while
 other threads run.
+
+Run once, judge everywhere: the kit's runner calls the agent once per case and attempt and saves those runs
+(kit.runner.recorded); DeepEval and the Promptfoo eval judge the same runs (KIT_REPLAY_RUNS) and call no
+agent. Only the red team calls the agent again, once per attack. Every stage is run from the one plan
+(kit.plan), has a time limit, and says which runs it must leave in the store: a stage that breaks, or whose
+runs are missing, fails the build by name.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ import importlib
 import os
 import re
 import resource
+import select
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -29,11 +37,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from kit.case import find_upwards
+from kit.offline import DEEPEVAL, STATE
 from kit.pipeline import routing
-from kit.settings import Settings
+from kit.plan import Plan
+from kit.settings import project_root
 
 PROMPTFOO_EVAL = ("eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-table", "-o")
 # No `-o`: the generated tests go to redteam.yaml beside the config all the same, and with `-o` Promptfoo
@@ -56,8 +66,15 @@ class Stage:
     name: str
     note: str
     steps: tuple[Step, ...]
-    source: str | None = None  # the store source its results land under (None: it writes none)
+    # The runs it must leave in the store, as (source, kind): one missing means the stage broke.
+    writes: tuple[tuple[str, str], ...] = ()
     together: bool = False  # runs at the same time as the other `together` stages (no forking in process)
+    # Exit codes (besides 0) that mean the tool ran and its verdict is in the store (tests failed).
+    judged: frozenset[int] = frozenset()
+    timeout: float | None = None  # seconds for the whole stage; past it, its processes are killed
+
+
+TIMED_OUT = 124  # a stage's code when it ran past its time limit (as timeout(1) says it)
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,12 @@ class StageResult:
     seconds: float
     log: Path
     cpu: float | None = None  # CPU seconds of the stage's steps and every process they waited for
+
+    @property
+    def broke(self) -> bool:
+        """Exited with a code that is neither success nor a judged failure (a crash, a time-out, bad
+        input): whatever it wrote, the build fails, naming the stage."""
+        return self.code != 0 and self.code not in self.stage.judged
 
 
 def kit_command(name: str, argv: list[str]) -> Callable[[], int]:
@@ -95,51 +118,88 @@ def _tool(name: str) -> str:
     return str(beside) if beside.exists() else (shutil.which(name) or name)
 
 
-def kit_stage(settings: Settings, shards: Path | None = None) -> Stage:
-    """The kit's runner on the settings' agent (or variant of the reference agent), or the merge of CI shards."""
-    store = ["--store", str(settings.store)]
+def kit_stage(plan: Plan, runs_file: Path, shards: Path | None = None) -> Stage:
+    """The kit's runner on the plan's agent (or variant of the reference agent), saving every run for the
+    other front ends to judge; or the merge of CI shards, whose runs are saved the same way."""
+    from kit.commands.run import RunRequest, run_plan
+
     if shards is not None and shards.is_dir() and any(shards.iterdir()):
-        argv = ["-q", "--merge", *sorted(str(p) for p in shards.iterdir()), *store]
-        return Stage("kit", "the kit's runner (merged from CI shards)", (kit_step("run", argv),), "kit")
-    argv = ["-q", "--cases", str(settings.cases), *store, "--timeout", str(settings.agent_timeout)]
-    if settings.invariants:
-        argv += ["--invariants", str(settings.invariants)]
-    if settings.agent:
-        argv += ["--agent", settings.agent]
-        note = f"the kit's runner on {settings.agent}"
-    else:
-        argv += ["--policy", settings.agent_policy]
-        argv += ["--variant", settings.variant] if settings.variant else []
-        note = "the kit's runner on the reference agent" + (
-            f" (variant {settings.variant})" if settings.variant else ""
+        parts = sorted(str(p) for p in shards.iterdir())
+
+        def merged() -> int:
+            return merge_shards(plan, parts, runs_file)
+
+        return Stage(
+            "kit",
+            "the kit's runner (merged from CI shards)",
+            (Step(f"kit run --merge {len(parts)} shards", call=merged),),
+            (("kit", "golden"),),
+            judged=frozenset({1}),
+            timeout=plan.settings.stage_timeout,
         )
-    return Stage("kit", note, (kit_step("run", argv),), "kit")
+
+    def run() -> int:
+        return run_plan(plan, RunRequest(quiet=True, save_runs=str(runs_file)))
+
+    who = (
+        plan.agent.name
+        if not plan.reference
+        else "the reference agent" + (f" (variant {plan.variant})" if plan.variant else "")
+    )
+    return Stage(
+        "kit",
+        f"the kit's runner on {who}",
+        (Step(f"kit run (plan: {plan.agent.name} on {plan.cases})", call=run),),
+        (("kit", "golden"),),
+        judged=frozenset({1}),
+        timeout=plan.settings.stage_timeout,
+    )
+
+
+def merge_shards(plan: Plan, parts: list[str], runs_file: Path) -> int:
+    """`kit run --merge` of the CI matrix's shard files into the plan's store, then their runs saved for
+    DeepEval and the Promptfoo eval to judge (the agent ran in the shards; nothing here calls it)."""
+    from kit.commands.run import RunRequest, run_merge
+    from kit.runner.recorded import write_rows
+    from kit.store import open_store
+    from kit.store import queries as q
+
+    code, run_ids = run_merge(RunRequest(quiet=True, merge=parts, store=str(plan.store)))
+    if code == 2:
+        return code
+    with open_store(plan.store).connect() as con:
+        n = write_rows(runs_file, q.recorded_runs(con, run_ids))
+    print(f"kit: {n} runs of {', '.join(run_ids)} saved for the other front ends: {runs_file}")
+    return code
 
 
 OUT = Path(".kit")  # where the summary, reports and logs go; Promptfoo's configs and results under promptfoo/
 DEFAULT_CORPUS = Path("redteam/attacks.yaml")  # the reference agent's shop attacks (the settings' default)
+GENERIC_CORPUS = "generic"  # the red team's own corpus for any agent (kit_promptfoo.redteam.corpus says where)
 
 
-def own_promptfoo_config(settings: Settings) -> bool:
+def own_promptfoo_config(plan: Plan) -> bool:
     """Another agent, or cases other than golden/, get a generated Promptfoo config: the committed
     promptfooconfig.yaml is the reference agent on golden/ and stays untouched."""
-    return settings.agent is not None or Path(settings.cases).resolve() != Path("golden").resolve()
+    return not plan.reference or Path(plan.cases).resolve() != (project_root() / "golden").resolve()
 
 
-def promptfoo_stage(settings: Settings, work: Path) -> Stage:
-    """`work`: this invocation's folder for generated configs and results (concurrent runs never share one)."""
-    store = ["--store", str(settings.store)]
-    launcher = (sys.executable, "-m", "kit_promptfoo.run_promptfoo")
+def _launcher() -> tuple[str, ...]:
+    return (sys.executable, "-m", "kit_promptfoo.run_promptfoo")
+
+
+def promptfoo_stage(plan: Plan, work: Path, runs_file: Path | None) -> Stage:
+    """`work`: this invocation's folder for generated configs and results (concurrent runs never share one).
+    The eval judges the kit stage's runs (`runs_file`): no agent call; None: it calls the agent."""
     out_json = str((work / "golden.json").resolve())
-    if own_promptfoo_config(settings):
+    if own_promptfoo_config(plan):
         config = (work / "promptfooconfig.yaml").resolve()
-        gen = [sys.executable, "-m", "kit_promptfoo.genconfig", "--golden", str(Path(settings.cases).resolve())]
+        gen = [sys.executable, "-m", "kit_promptfoo.genconfig", "--golden", str(Path(plan.cases).resolve())]
         gen += ["--out", str(config)]
-        if settings.agent:
-            gen += ["--agent", settings.agent] + (["--model", settings.agent_model] if settings.agent_model else [])
+        if not plan.reference:
+            gen += ["--agent", plan.agent.name] + (["--model", plan.model] if plan.model else [])
         first = Step("genconfig", tuple(gen))
-        who = settings.agent or "the reference agent"
-        note = f"promptfoo eval ({who} on {settings.cases}; config {work / 'promptfooconfig.yaml'})"
+        note = f"promptfoo eval ({plan.agent.name} on {plan.cases}; config {config})"
         eval_argv = ("eval", "-c", str(config), "--no-progress-bar", "--no-table", "-o", out_json)
     else:
         first = Step("genconfig", (sys.executable, "-m", "kit_promptfoo.genconfig", "--check"))
@@ -147,35 +207,41 @@ def promptfoo_stage(settings: Settings, work: Path) -> Stage:
         eval_argv = (*PROMPTFOO_EVAL, out_json)
     return Stage(
         "promptfoo",
-        note,
+        note + (", judging the kit stage's runs" if runs_file is not None else ""),
         (
             first,
-            Step("promptfoo eval", (*launcher, *eval_argv)),
-            # The results go to the store whether or not the eval passed.
-            # Promptfoo's store hook has stored this eval already: ingesting its file again is skipped by its
-            # eval id (not --force, which would store it twice); it still stores an eval the hook could not.
-            kit_step("ingest", ["promptfoo", out_json, *store], always=True),
+            Step(
+                "promptfoo eval",
+                (*_launcher(), *eval_argv),
+                env={"KIT_REPLAY_RUNS": str(runs_file)} if runs_file is not None else {},
+            ),
+            # Promptfoo's store hook stores the eval; this stores it only if the hook could not (by eval id).
+            kit_step("ingest", ["promptfoo", out_json, "--store", str(plan.store)], always=True),
         ),
-        "promptfoo",
+        (("promptfoo", "golden"),),
         together=True,
+        judged=frozenset({100}),
+        timeout=plan.settings.stage_timeout,
     )
 
 
-def redteam_stage(settings: Settings, work: Path) -> Stage:
-    """The red team of the settings' agent. The reference agent runs the committed configuration, with its
-    deliberately vulnerable control target; another agent gets one generated for it (no control target:
-    that belongs to the reference agent), from the user's purpose, corpus and invariants where given."""
-    store = ["--store", str(settings.store)]
-    launcher = (sys.executable, "-m", "kit_promptfoo.run_promptfoo")
+def redteam_stage(plan: Plan, work: Path) -> Stage:
+    """The red team of the plan's agent, once per attack. The reference agent runs the committed
+    configuration, with its deliberately vulnerable control target; another agent gets one generated for it
+    (no control target: that belongs to the reference agent), from the user's purpose, corpus and
+    invariants where given, with as many attacks in flight as `concurrency` allows."""
+    settings = plan.settings
     out_json = str((work / "redteam.json").resolve())
     steps: list[Step] = []
     env: dict[str, str] = {}
-    if settings.agent:
+    writes: tuple[tuple[str, str], ...] = (("promptfoo", "redteam"),)
+    if not plan.reference:
         rt = settings.redteam
         config = (work / "redteam" / "promptfooconfig.yaml").resolve()
-        gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", settings.agent, "--out", str(config)]
-        if settings.agent_model:
-            gen += ["--model", settings.agent_model]
+        gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", plan.agent.name]
+        gen += ["--out", str(config)]
+        if plan.model:
+            gen += ["--model", plan.model]
         if rt.purpose:
             gen += ["--purpose", rt.purpose]
         corpus = None if rt.corpus == DEFAULT_CORPUS else rt.corpus.resolve()
@@ -183,18 +249,19 @@ def redteam_stage(settings: Settings, work: Path) -> Stage:
             gen += ["--corpus", str(corpus)]
             env["KIT_REDTEAM_CORPUS"] = str(corpus)
         else:
-            env["KIT_REDTEAM_CORPUS"] = str(Path("redteam/generic/attacks.yaml").resolve())
+            env["KIT_REDTEAM_CORPUS"] = GENERIC_CORPUS
         if rt.invariants:
             gen += ["--invariants", str(rt.invariants.resolve())]
-        tools = find_upwards(Path(settings.cases), "tools.json")
+        tools = find_upwards(Path(plan.cases), "tools.json")
         if tools is not None:
             gen += ["--tools", str(tools.resolve())]
         steps.append(Step("red-team config", tuple(gen)))
-        run = ("redteam", "run", "-c", str(config), "--force")
-        note = f"promptfoo redteam run ({settings.agent}: {'your' if corpus else 'generic'} attacks)"
+        run = ("redteam", "run", "-c", str(config), "--force", "-j", str(settings.concurrency))
+        note = f"promptfoo redteam run ({plan.agent.name}: {'your' if corpus else 'generic'} attacks)"
     else:
         run = PROMPTFOO_REDTEAM
         note = "promptfoo redteam run (offline attacks)"
+        writes += (("promptfoo", "control"),)
     steps += [
         # Promptfoo exits 100 when some attacks succeed, as they must against the vulnerable
         # control target: the verdict step decides instead.
@@ -202,37 +269,62 @@ def redteam_stage(settings: Settings, work: Path) -> Stage:
         # second Promptfoo start to export them, and never another process's "latest" eval.
         Step(
             "promptfoo redteam run",
-            (*launcher, *run, "--no-progress-bar"),
+            (*_launcher(), *run, "--no-progress-bar"),
             env={**env, "KIT_PROMPTFOO_RESULTS": out_json},
             ok=frozenset({0, 100}),
         ),
-        kit_step("ingest", ["promptfoo", out_json, *store]),
+        kit_step("ingest", ["promptfoo", out_json, "--store", str(settings.store)]),
         Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", out_json)),
     ]
-    return Stage("redteam", note, tuple(steps), "promptfoo", together=True)
+    return Stage("redteam", note, tuple(steps), writes, together=True, timeout=settings.stage_timeout)
 
 
-def stages(settings: Settings, shards: Path | None = None, out: Path = OUT) -> list[Stage]:
+def promptfoo_state_stage(plan: Plan) -> Stage | None:
+    """On a fresh state folder (a new CI machine, a fresh clone), Promptfoo's eval and red team, started at
+    the same time, race to create its database ("table `datasets` already exists"): one Promptfoo command
+    creates it first, alone. None when it exists."""
+    if (project_root(plan.settings) / STATE / "promptfoo.db").exists():
+        return None
+    return Stage(
+        "promptfoo-state",
+        "Promptfoo's database, created once before its stages run together",
+        (Step("promptfoo list evals", (*_launcher(), "list", "evals", "-n", "1")),),
+        timeout=min(plan.settings.stage_timeout, 600.0),
+    )
+
+
+def stages(plan: Plan, shards: Path | None = None, out: Path = OUT, *, replay: bool = True) -> list[Stage]:
+    """`make evals`' stages. `replay`: DeepEval and the Promptfoo eval judge the kit stage's runs (False when
+    the kit stage does not run: they call the agent themselves)."""
     work = out / "promptfoo"
+    runs_file = (out / "runs.jsonl").resolve()
     upload = bool(os.environ.get("KIT_DEEPEVAL_UPLOAD"))
     deepeval_env = {
         # DeepEval reads .env and builds its telemetry client at import, before tests/evals loads.
         "DEEPEVAL_DISABLE_DOTENV": "1",
-        "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
+        **DEEPEVAL,
         "CONFIDENT_API_KEY": os.environ.get("CONFIDENT_API_KEY", "") if upload else "",
+        **({"KIT_REPLAY_RUNS": str(runs_file)} if replay else {}),
     }
+    state = promptfoo_state_stage(plan)
+    lint_argv = [str(plan.cases), *(["--invariants", str(plan.invariants)] if plan.invariants else [])]
     return [
-        Stage("lint", f"{settings.cases} is valid", (kit_step("lint", [str(settings.cases)]),)),
-        kit_stage(settings, shards),
+        Stage("lint", f"{plan.cases} is valid", (kit_step("lint", lint_argv),), timeout=600.0),
+        kit_stage(plan, runs_file, shards),
+        *([state] if state is not None else []),
         Stage(
             "deepeval",
-            "deepeval test run tests/evals" + (f" ({settings.agent})" if settings.agent else ""),
+            "deepeval test run tests/evals"
+            + (f" ({plan.agent.name})" if not plan.reference else "")
+            + ", judging the kit stage's runs",
             (Step("deepeval", (_tool("deepeval"), "test", "run", "tests/evals", "-d", "failing"), env=deepeval_env),),
-            "deepeval",
+            (("deepeval", "golden"),),
             together=True,
+            judged=frozenset({1}),
+            timeout=plan.settings.stage_timeout,
         ),
-        promptfoo_stage(settings, work),
-        redteam_stage(settings, work),
+        promptfoo_stage(plan, work, runs_file if replay else None),
+        redteam_stage(plan, work),
     ]
 
 
@@ -278,10 +370,13 @@ def run_stages(chosen: Sequence[Stage], env: Mapping[str, str], logs: Path) -> l
 
 
 def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
-    """Run the stage's steps in order into logs/<name>.log; its code is the first failing step's."""
+    """Run the stage's steps in order into logs/<name>.log; its code is the first failing step's, or
+    TIMED_OUT when the stage ran past its time limit (its processes are then killed, and so is any child
+    they left holding the log's pipe)."""
     log = logs / f"{stage.name}.log"
     _say(f"==> {stage.name}: {stage.note}")
     started = time.perf_counter()
+    deadline = started + stage.timeout if stage.timeout else None
     # CPU: this thread's own, plus its tools' (each reaped with its rusage). A stage that runs alone
     # takes every reaped child instead, which also counts the workers a kit step forks.
     own, children = time.thread_time(), _children_cpu()
@@ -291,15 +386,22 @@ def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
         for step in stage.steps:
             if code != 0 and not step.always:
                 continue
-            got, used = _run_step(stage.name, step, env, f, started)
+            if code == TIMED_OUT:
+                break
+            got, used = _run_step(stage.name, step, env, f, started, deadline)
             tools += used
-            if got not in step.ok and code == 0:
+            if got == TIMED_OUT:
+                f.write(f"(stage {stage.name!r} ran past its time limit of {stage.timeout:g} s in {step.label!r})\n")
+                code = TIMED_OUT
+            elif got not in step.ok and code == 0:
                 code = got
                 f.write(f"(step {step.label!r} exited {got})\n")
     seconds = time.perf_counter() - started
     cpu = time.thread_time() - own + (tools if stage.together else _children_cpu() - children)
     tail = error_tail(log.read_text(errors="replace")) if code != 0 else []
     said = f"<== {stage.name}: exit {code} in {seconds:.1f} s (CPU {cpu:.1f} s); log {log}"
+    if code == TIMED_OUT:
+        said += f"; TIMED OUT after {stage.timeout:g} s"
     _say(said, *(f"    | {line[:200]}" for line in tail))
     return StageResult(stage, code, seconds, log, cpu)
 
@@ -309,32 +411,51 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _run_step(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float) -> tuple[int, float]:
+def _run_step(
+    name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float, deadline: float | None
+) -> tuple[int, float]:
     """The step's exit code, and the CPU seconds of the processes it started (an in-process step: none)."""
     if step.call is not None:
-        return _call(step, f), 0.0
-    return _command(name, step, env, f, started)
+        return _call(step, f, deadline), 0.0
+    return _command(name, step, env, f, started, deadline)
 
 
-def _call(step: Step, f: TextIO) -> int:
-    """A kit function in this process, its output in the stage's log."""
+def _call(step: Step, f: TextIO, deadline: float | None) -> int:
+    """A kit function in this process, its output in the stage's log. It runs in a thread of its own so
+    that the stage's time limit holds: past it the stage fails (the thread is abandoned; the kit's workers
+    die with this process)."""
     assert step.call is not None
     f.write(f"$ {step.label}  (in process)\n")
     f.flush()
-    with routing.to(f):
-        try:
-            return step.call()
-        except SystemExit as e:
-            return e.code if isinstance(e.code, int) else 1
-        except Exception:  # a crash in one stage must not take the others down
-            traceback.print_exc(file=f)
-            return 1
-        finally:
-            sys.stdout.flush()
+    box: dict[str, int] = {}
+
+    def work() -> None:
+        with routing.to(f):
+            try:
+                box["code"] = step.call()  # type: ignore[misc]
+            except SystemExit as e:
+                box["code"] = e.code if isinstance(e.code, int) else 1
+            except BaseException:  # a crash in one stage must not take the others down
+                traceback.print_exc(file=f)
+                box["code"] = 1
+            finally:
+                sys.stdout.flush()
+
+    worker = threading.Thread(target=work, name=f"step:{step.label[:40]}", daemon=True)
+    worker.start()
+    worker.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
+    if worker.is_alive():
+        return TIMED_OUT
+    return box.get("code", 1)
 
 
-def _command(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float) -> tuple[int, float]:
-    """A tool's own command, its output streamed to the stage's log; (exit code, CPU of it and its children)."""
+def _command(
+    name: str, step: Step, env: Mapping[str, str], f: TextIO, started: float, deadline: float | None
+) -> tuple[int, float]:
+    """A tool's own command, its output streamed to the stage's log; (exit code, CPU of it and its children).
+    The tool runs in a process group of its own: past the deadline the whole group is killed. When the tool
+    exits, the stage does not wait for the end of its output: a child it left behind may hold the pipe
+    open forever, so reading stops shortly after (and that group is killed)."""
     f.write(f"$ {shlex.join(step.argv)}\n")
     f.flush()
     try:
@@ -344,34 +465,86 @@ def _command(name: str, step: Step, env: Mapping[str, str], f: TextIO, started: 
             stderr=subprocess.STDOUT,
             env={**env, **step.env},
             stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     except OSError as e:
         f.write(f"cannot start: {e}\n")
         return 127, 0.0
     assert proc.stdout is not None
+    fd = proc.stdout.fileno()
     last = [""]
     lines = [0]
+    stop = threading.Event()
 
     def pump() -> None:
         # Colour codes and carriage-return progress bars are stripped: the log is plain text.
-        for raw in iter(proc.stdout.readline, b""):  # type: ignore[union-attr]
-            text = ANSI.sub("", raw.decode("utf-8", errors="replace"))
-            f.write(text if text.endswith("\n") else text + "\n")
-            lines[0] += 1
-            if text.strip():
-                last[0] = text.strip()
+        pending = b""
+        while not stop.is_set():
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                _log_line(raw)
+        if pending:
+            _log_line(pending)
         f.flush()
+
+    def _log_line(raw: bytes) -> None:
+        text = ANSI.sub("", raw.decode("utf-8", errors="replace"))
+        f.write(text + "\n")
+        lines[0] += 1
+        if text.strip():
+            last[0] = text.strip()
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
-    while True:
-        reader.join(PROGRESS_EVERY)
-        if not reader.is_alive():
+    status: int | None = None
+    used: Any = None
+    next_progress = time.perf_counter() + PROGRESS_EVERY
+    while status is None:
+        pid, got, rusage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            status, used = got, rusage
             break
-        # Long work shows it is alive: elapsed time, lines logged, the latest of them.
-        elapsed = time.perf_counter() - started
-        what = name if step.label == name else f"{name}: {step.label}"
-        _say(f"    ... {what}: {elapsed:.0f} s, {lines[0]} log lines; {last[0][:100]}")
-    _, status, used = os.wait4(proc.pid, 0)  # as proc.wait(), with the CPU it and its children used
+        now = time.perf_counter()
+        if deadline is not None and now >= deadline:
+            _kill_group(proc.pid)
+            _, got, rusage = os.wait4(proc.pid, 0)
+            status, used = got, rusage
+            stop.set()
+            reader.join(2.0)
+            proc.stdout.close()
+            return TIMED_OUT, used.ru_utime + used.ru_stime
+        if now >= next_progress:
+            # Long work shows it is alive: elapsed time, lines logged, the latest of them.
+            what = name if step.label == name else f"{name}: {step.label}"
+            _say(f"    ... {what}: {now - started:.0f} s, {lines[0]} log lines; {last[0][:100]}")
+            next_progress = now + PROGRESS_EVERY
+        time.sleep(0.05)
+    reader.join(OUTPUT_GRACE)
+    if reader.is_alive():  # the tool exited, a child of its own still holds the pipe: stop reading
+        f.write(f"(the tool exited; a process it left holds its output open: stopped after {OUTPUT_GRACE:g} s)\n")
+        stop.set()
+        _kill_group(proc.pid)
+        reader.join(2.0)
+    proc.stdout.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, used.ru_utime + used.ru_stime
+
+
+OUTPUT_GRACE = 5.0  # seconds the log is still read after its tool exited
+
+
+def _kill_group(pgid: int) -> None:
+    """End a tool's process group: TERM, a moment to exit, then KILL."""
+    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(wait)

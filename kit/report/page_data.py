@@ -35,8 +35,8 @@ def runs_info(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[s
     """The runs with their case-set fingerprint, case-run counts, cost and latency, in the order given."""
     rows = _rows(
         con,
-        """SELECT r.run_id, r.source, r.started_at, r.git_sha, r.agent, r.model, r.config_hash, r.kit_version,
-                  r.status, count(c.run_id) AS runs, count_if(c.passed) AS passed,
+        f"""SELECT r.run_id, r.source, {q.kind_sql("r")} AS kind, r.started_at, r.git_sha, r.agent, r.model,
+                  r.config_hash, r.kit_version, r.status, count(c.run_id) AS runs, count_if(c.passed) AS passed,
                   count(DISTINCT c.case_id) AS cases, sum(c.cost_usd) AS cost_usd, avg(c.latency_ms) AS latency_ms,
                   list(DISTINCT c.case_id) FILTER (WHERE c.case_id IS NOT NULL) AS case_ids,
                   md5(coalesce(string_agg(DISTINCT c.case_id, chr(10) ORDER BY c.case_id), '')) AS case_set
@@ -58,14 +58,17 @@ def runs_info(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[s
 
 
 def batch(con: duckdb.DuckDBPyConnection, run_id: str, window: dt.timedelta = BATCH_WINDOW) -> list[str]:
-    """The runs that belong with `run_id` (what one `make evals` wrote): the runs the last `make evals` named
-    when `run_id` is one of them, else the latest run of each other source and agent recorded within `window`
-    of it. Runs of another agent on the same source
-    (and kind: the red team is apart from the Promptfoo eval) are another evaluation, not this one."""
+    """The runs that belong with `run_id` (what one `make evals` wrote): the runs of its `make evals` (the
+    evals id every stage's run carries: never a later invocation's), else the latest run of each other source
+    and agent recorded within `window` of it (runs written outside `make evals`). Runs of another agent on the
+    same source (and kind: the red team is apart from the Promptfoo eval) are another evaluation."""
     evals = q.last_evals(con)
     if run_id in evals:  # `make evals` named its runs: no guessing
         return _in_stage_order(runs_info(con, evals))
     anchor = q.run_info(con, run_id)
+    if anchor.get("evals_id"):
+        same = q.evals_runs(con, anchor["evals_id"])
+        return _in_stage_order(runs_info(con, [run_id, *(r for r in same if r != run_id)]))
     started = anchor["started_at"]
     if started is None:
         return [run_id]

@@ -67,6 +67,25 @@ class RunsWriter:
             self._f.close()
 
 
+def write_rows(path: str | Path, rows: list[dict[str, Any]]) -> int:
+    """A recorded-runs file from stored case runs (kit.store.queries.recorded_runs: merged CI shards, say).
+    Returns how many runs it holds."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("wb") as f:
+        for r in rows:
+            line: dict[str, Any] = {"case_id": r["case_id"], "attempt": r["attempt"]}
+            trace = orjson.loads(r["trace"]) if isinstance(r.get("trace"), str) else r.get("trace")
+            if r.get("outcome") == "skipped":
+                line["skipped"] = r.get("error") or "skipped"
+            elif isinstance(trace, dict) and trace.get("spans") is not None and r.get("error") is None:
+                line["trace"] = trace
+            else:
+                line["error"] = r.get("error") or "no trace"
+            f.write(orjson.dumps(line, default=str) + b"\n")
+    return len(rows)
+
+
 def load_runs(path: str | Path) -> dict[tuple[str, int], Recorded]:
     """Every run of a recorded-runs file by (case id, attempt), or KitInputError naming the file and line."""
     p = Path(path)

@@ -153,6 +153,12 @@ def resolve_run(
     raise RunNotFound(f"no run matches {ref!r} (not a run id, git sha or model id in the store)")
 
 
+def evals_runs(con: duckdb.DuckDBPyConnection, evals_id: str) -> list[str]:
+    """The runs one `make evals` wrote (its evals id), oldest first, controls included."""
+    rows = con.execute("SELECT run_id FROM runs WHERE evals_id = ? ORDER BY started_at, run_id", [evals_id]).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def run_info(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     rows = _rows(con, f"SELECT * EXCLUDE (meta, kind), {KIND_SQL} AS kind FROM runs WHERE run_id = ?", [run_id])
     if not rows:

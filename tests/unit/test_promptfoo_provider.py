@@ -127,7 +127,7 @@ def test_committed_promptfooconfig_is_generated_from_golden() -> None:
     )
 
 
-def test_generator_skips_a_broken_case_and_keeps_the_rest(tmp_path: Path) -> None:
+def test_generator_keeps_a_broken_case_as_a_failing_test_beside_the_rest(tmp_path: Path) -> None:
     (tmp_path / "invariants.yaml").write_text("ok: [{type: finished}]\n")
     (tmp_path / "a.yaml").write_text(
         "- {id: good, input: hi, invariants: [ok]}\n"
@@ -135,9 +135,14 @@ def test_generator_skips_a_broken_case_and_keeps_the_rest(tmp_path: Path) -> Non
         "- {id: bad, input: hi, checks: [{type: no_such_check}]}\n"
     )
     config, errors = build(tmp_path)
-    assert [t["description"] for t in config["tests"]] == ["good", "multi"]
+    assert [t["description"] for t in config["tests"]][:2] == ["good", "multi"]
     assert config["tests"][1]["vars"]["input"] == '[{"role": "user", "content": "hi"}]'
     assert len(errors) == 1 and "bad" in errors[0] and "no_such_check" in errors[0]
+    # The broken case is not left out: its test's provider call fails with the loading error, by name.
+    broken = config["tests"][2]
+    assert broken["description"].startswith("does not load:") and broken["vars"]["case_id"] == "bad"
+    r = agent_provider.call_api("", {"config": {"reference": True}}, {"vars": broken["vars"]})
+    assert "case 'bad'" in r["error"] and "no_such_check" in r["error"], r
 
 
 def test_kit_agent_plugs_the_users_agent_into_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -163,13 +163,13 @@ def _provider(r: PfResult) -> str:
 
 
 def _kind(pf: PfFile, provider: str, results: list[tuple[int, PfResult]]) -> RunKind:
-    """A control target's run (a `control-` label: it must fail), a red team's (the config has a red team,
-    or its tests came from red-team plugins), else a golden eval."""
+    """A control target's run (a `control-` label: it must fail), a red team's (its tests came from
+    red-team plugins), else a golden eval."""
     if provider.startswith("control-"):
         return "control"
-    if "redteam" in pf.config or any(
-        isinstance(r.testCase.get("metadata"), dict) and r.testCase["metadata"].get("pluginId") for _, r in results
-    ):
+    # Not the config's `redteam:` block: the kit's root config carries one (for `npx promptfoo redteam run`)
+    # beside its golden tests. Red-team tests are the ones Promptfoo's plugins made.
+    if any(isinstance(r.testCase.get("metadata"), dict) and r.testCase["metadata"].get("pluginId") for _, r in results):
         return "redteam"
     return "golden"
 
