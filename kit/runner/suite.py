@@ -137,6 +137,8 @@ def run_suite(
             on_failure=failed,
         )
     else:
+        if agent.uses_kit_agent:  # CPU-bound: more threads than cores only contend for the GIL
+            concurrency = min(concurrency, workers)
         _called_and_judged(jobs, agent, options, concurrency, workers, run_id, done, failed)
     return [r for r in results if r is not None]
 
