@@ -151,7 +151,7 @@ def _from_otel(
     convention = {"genai": GENAI, "openinference": OPENINFERENCE}.get(fmt)
     traces: list[dict[str, Any]] = []
     attempts: dict[str, int] = {}
-    for spans in grouped.values():
+    for spans in by_session(grouped).values():
         try:
             mine: list[str] = []
             t = build_trace(spans, case_id=case_id, convention=convention, notes=mine, case_attr=case_attr)
@@ -164,6 +164,22 @@ def _from_otel(
     if not traces:
         raise KitInputError("the OTLP export holds no spans", file=file)
     return traces
+
+
+def by_session(grouped: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Traces of one conversation joined into one run: an app that traces each request, not each session,
+    writes a trace per turn (or per model call), and tags them with `gen_ai.conversation.id` or OpenInference's
+    `session.id`. Traces without one stay as they are."""
+    from kit.importers.semconv import session_of
+
+    out: dict[str, list[Any]] = {}
+    for trace_id, spans in grouped.items():
+        session = session_of(spans)
+        out.setdefault(f"session:{session}" if session is not None else trace_id, []).extend(spans)
+    for key, spans in out.items():
+        if key.startswith("session:"):
+            spans.sort(key=lambda x: (x.start_ns, -x.end_ns))  # a parent before its first child
+    return out
 
 
 def _no_stray_logs(logs: list[Any], file: str | None) -> None:

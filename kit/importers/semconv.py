@@ -627,7 +627,8 @@ def build_trace(
         texts = [m.text for m in last_llm.outputs if m.text]
         pending = any(m.tool_calls for m in last_llm.outputs)
         final_from_llm = texts[-1] if texts and not pending else None
-    root = roots[0] if roots else None
+    # A conversation joined from several traces (one per turn) ends with its last trace's root.
+    root = (roots[-1] if len({r.trace_id for r in roots}) > 1 else roots[0]) if roots else None
     agent_output = _agent_output(root, convention) if root is not None else None
     final = agent_output if agent_output is not None else final_from_llm
     starts = [s.start_ns for s in spans if s.start_ns]
@@ -649,7 +650,29 @@ def build_trace(
         "spans": out,
         "source_format": "otel-" + "+".join(conventions) if conventions else "otel",
         "otel_trace_id": spans[0].trace_id if spans else None,
+        **_session(spans),
     }
+
+
+SESSION_ATTRS = ("gen_ai.conversation.id", "session.id")  # the GenAI conventions', OpenInference's
+
+
+def session_of(spans: list[OtelSpan]) -> str | None:
+    """The conversation (session) the spans belong to, when one of them names it."""
+    for s in spans:
+        for a in SESSION_ATTRS:
+            if s.attrs.get(a) not in (None, ""):
+                return str(s.attrs[a])
+    return None
+
+
+def _session(spans: list[OtelSpan]) -> dict[str, Any]:
+    """The conversation a run belongs to, and the traces it was joined from when there are several."""
+    found = session_of(spans)
+    if found is None:
+        return {}
+    traces = list(dict.fromkeys(s.trace_id for s in spans))
+    return {"otel_session_id": found, **({"otel_trace_ids": traces} if len(traces) > 1 else {})}
 
 
 def _case_of(spans: list[OtelSpan], attr: str) -> str | None:

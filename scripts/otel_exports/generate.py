@@ -282,6 +282,7 @@ VARIANTS = {
     "traceloop": {"TRACELOOP_TRACE_CONTENT": "true"},
     "pydantic_ai": {},
     "library_openinference": {},
+    "library_openinference_session": {},
     "library_genai": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
                       "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
     "library_traceloop": {"TRACELOOP_TRACE_CONTENT": "true"},
@@ -307,7 +308,9 @@ def _instrument(instr: str, provider: Any) -> None:
 def run_library(instr: str, which: str, out: Path) -> None:
     """The two-turn library conversation (`library_agent.py`), guarded or buggy, under one instrumentation
     (the whole conversation under one span, as an app that traces its sessions does). With OpenInference it
-    is also recorded as ConsoleSpanExporter prints it and as the agent's own message list."""
+    is also recorded as ConsoleSpanExporter prints it and as the agent's own message list. `openinference_session`:
+    no span around the conversation (each model call is a trace of its own), its calls tagged with a
+    `session.id` by OpenInference's `using_session`, as an app that traces requests, not sessions, does."""
     import library_agent
     from opentelemetry import trace
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
@@ -318,11 +321,17 @@ def run_library(instr: str, which: str, out: Path) -> None:
     console = (out / f"console_{which}.json").open("w") if instr == "openinference" else None
     if console is not None:
         rec.provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console)))
-    _instrument(instr, rec.provider)
+    _instrument(instr.removesuffix("_session"), rec.provider)
     tracer = trace.get_tracer("library.agent")
     with _double().ScriptedOpenAIServer(library_agent.script(guarded)) as srv:
-        with tracer.start_as_current_span("library conversation"):
-            messages = library_agent.conversation(srv.base_url, guarded)
+        if instr.endswith("_session"):
+            from openinference.instrumentation import using_session
+
+            with using_session(f"library-{which}-session"):
+                messages = library_agent.conversation(srv.base_url, guarded)
+        else:
+            with tracer.start_as_current_span("library conversation"):
+                messages = library_agent.conversation(srv.base_url, guarded)
         assert srv.remaining == 0, f"library_{instr}@{which}: {srv.remaining} scripted answers left"
     rec.write()
     rec.lines_path.unlink()  # one form is enough here

@@ -25,6 +25,7 @@ for v in guarded buggy; do "$py" "$here/generate.py" "library_genai@$v" "$out/..
 py="$(venv openinference)"
 for v in openinference_openai openinference_langchain; do "$py" "$here/generate.py" "$v" "$out"; done
 for v in guarded buggy; do "$py" "$here/generate.py" "library_openinference@$v" "$out/../library"; done
+"$py" "$here/generate.py" library_openinference_session@guarded "$out/../library"
 "$(venv traceloop-0.47)" "$here/generate.py" traceloop "$out" _0.47
 "$(venv traceloop-0.62)" "$here/generate.py" traceloop "$out" _0.62
 for v in guarded buggy; do "$(venv traceloop-0.62)" "$here/generate.py" "library_traceloop@$v" "$out/../library"; done

@@ -198,3 +198,15 @@ def test_the_console_exporters_spans_as_a_json_list_import_as_the_otlp_export_do
         for s in got[name]["spans"]:
             s.pop("latency_ms", None)
     assert got["list"] == got["otlp"]
+
+
+def test_a_conversation_traced_call_by_call_is_joined_by_its_session(tmp_path, capsys, live):
+    """No span around the conversation: each model call is a trace of its own, tagged with OpenInference's
+    session.id (`using_session`). The import joins them into one run of two turns."""
+    path = LIBRARY / "openinference_session_guarded.json"
+    imported = tmp_path / "t.json"
+    assert _kit(capsys, "import", str(path), "--case-id", "return-confirmed", "-o", str(imported))[0] == 0
+    t = json.loads(imported.read_text())
+    assert t["otel_session_id"] == "library-guarded-session" and len(t["otel_trace_ids"]) == 4
+    code, out, _ = _kit(capsys, "check", str(imported), "--cases", str(LIBRARY / "cases.yaml"), "--json")
+    assert code == 0 and _verdicts(json.loads(out)["results"][0]["checks"]) == live["guarded"]
