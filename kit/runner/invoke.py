@@ -459,8 +459,8 @@ def judge(called: Called, case: Case, attempt: int, *, run_id: str | None = None
                 data = json.loads(called.json or "null")
             if trace is None:
                 trace = parse_trace(data)
-        except (KitInputError, ValueError) as e:
-            msg = e.message if isinstance(e, KitInputError) else str(e)
+        except Exception as e:  # whatever the agent's side sent, it is this run's error, not the runner's
+            msg = e.message if isinstance(e, KitInputError) else f"{type(e).__name__}: {e}"
             cr = error_run(case.id, attempt, f"the agent returned a malformed trace: {msg}", run_id=run_id)
             data = None
         else:

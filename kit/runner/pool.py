@@ -24,7 +24,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, Generic, TypeVar
 
@@ -125,13 +125,16 @@ def dispatch(
         return
     cap = max(1, min(concurrency, len(jobs)))
     if mode == "serial" or (mode == "thread" and cap == 1 and acall is None):
-        for i, job in enumerate(jobs):
-            try:
-                payload = call(job, _nothing)
-            except BaseException as e:
-                on_failure(i, _failed(e))
-            else:
-                on_result(i, payload)
+        with _interrupts() as interrupted:
+            for i, job in enumerate(jobs):
+                try:
+                    payload = call(job, _nothing)
+                except BaseException as e:
+                    on_failure(i, _failed(e))
+                else:
+                    on_result(i, payload)
+                if interrupted.is_set():  # the user's Ctrl-C, which the call turned into its error
+                    raise KeyboardInterrupt
         return
     if mode == "thread":
         pool: _InProcess = _AsyncPool(jobs, acall, cap, timeout) if acall else _ThreadPool(jobs, call, cap, timeout)
@@ -143,6 +146,30 @@ def dispatch(
 
 def _nothing() -> None:
     return None
+
+
+@contextlib.contextmanager
+def _interrupts() -> Iterator[threading.Event]:
+    """Calls on this thread: a KeyboardInterrupt an agent raises is its run's error, but a real Ctrl-C
+    (SIGINT) still stops the run once the call has ended. Set when SIGINT arrived."""
+    seen = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:  # someone else's handler: theirs to keep
+        yield seen
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        seen.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # --- processes ------------------------------------------------------------------------------------------
@@ -522,7 +549,7 @@ class _HostPool:
         try:
             while True:
                 for k, h in enumerate(hosts):
-                    if h.retiring and not h.calls:
+                    if h.retiring and not h.calls and todo:
                         h.kill()
                         hosts[k] = self._new()
                 in_flight = sum(len(h.calls) for h in hosts)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,12 @@ def patches(text):
     from kit.result import Result
     kit.evaluate.run_check = lambda spec, trace: Result(spec.label, True, "patched")
     return {"final_output": "goodbye", "finish_reason": "finish", "spans": []}
+
+def slow(text):
+    import time
+    open(text + ".started", "w").close()
+    time.sleep(0.5)
+    return ok(text)
 
 def wanders(text):
     os.makedirs(os.environ["ELSEWHERE"], exist_ok=True)
@@ -146,3 +154,16 @@ def test_an_agent_that_changes_directory_does_not_move_the_store(project, mode):
     assert done.returncode == 0, done.stderr
     assert _stored(project) == {"a": "pass", "b": "pass", "c": "pass"}
     assert not (project / "elsewhere" / ".kit").exists()
+
+
+def test_a_real_ctrl_c_still_stops_a_serial_run(project):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project), *sys.path]), "KIT_STORE": "s.duckdb"}
+    argv = [sys.executable, "-m", "kit.cli", "run", "--cases", "cases.yaml", "--agent", "bad_agent:slow", "-q"]
+    proc = subprocess.Popen([*argv, "--pool", "serial"], cwd=project, env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not (project / "a.started").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) != 0
+    assert not (project / "c.started").exists()  # the run stopped instead of calling the next cases
