@@ -318,7 +318,7 @@ class _Llm:
     outputs: list[Msg]
 
 
-def _event_messages(span: OtelSpan) -> tuple[list[Msg], list[Msg]]:
+def _event_messages(span: OtelSpan, notes: list[str]) -> tuple[list[Msg], list[Msg]]:
     """Content recorded as events (on the span, or as OTLP log records joined to it)."""
     inputs: list[Msg] = []
     outputs: list[Msg] = []
@@ -341,7 +341,16 @@ def _event_messages(span: OtelSpan) -> tuple[list[Msg], list[Msg]]:
             inputs.append(Msg("tool", tool_results=[{"id": payload.get("id"), "name": None, "response": resp}]))
         elif name == "gen_ai.choice":
             m = maybe_json(payload.get("message")) or {}
-            msgs = chat_messages([{"role": "assistant", **m}]) if isinstance(m, dict) else []
+            if isinstance(m, str):
+                msgs = [Msg("assistant", text=m)]
+            elif isinstance(m, dict):
+                msgs = chat_messages([{"role": "assistant", **m}])
+            else:
+                msgs = []
+                notes.append(
+                    f"span {span.name!r} ({span.span_id}): event gen_ai.choice holds a message that is {_shape(m)}, "
+                    "a shape the importer does not read: that content is not in the trace"
+                )
             for msg in msgs:
                 msg.finish_reason = payload.get("finish_reason")
             outputs += msgs
@@ -362,7 +371,7 @@ def _llm(span: OtelSpan, conv: str, notes: list[str]) -> _Llm:
         inputs = _read(span, "gen_ai.prompt", "user", notes) or indexed_messages(a, "gen_ai.prompt.")
     if not outputs:
         outputs = _read(span, "gen_ai.completion", "assistant", notes) or indexed_messages(a, "gen_ai.completion.")
-    ev_in, ev_out = _event_messages(span)
+    ev_in, ev_out = _event_messages(span, notes)
     if "gen_ai.system_instructions" in a and not any(m.role == "system" for m in inputs):
         parts = _json(a["gen_ai.system_instructions"])
         inputs.insert(0, Msg("system", text=content_text(parts) if isinstance(parts, list) else str(parts)))

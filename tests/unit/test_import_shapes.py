@@ -108,3 +108,21 @@ def test_case_attr_maps_the_runs_of_one_file_to_their_cases(tmp_path, capsys):
     assert got == [("sums", 0), ("sums", 1), ("other", 0), ("day", 0)]
     assert f"warning: {tmp_path / 'day.json'}: trace {'04' * 16}: no span or resource has attribute app.case" in err
     assert main(["import", str(tmp_path / "day.json"), "--case-attr", "app.case", "--strict", "-o", str(out)]) == 2
+
+
+def test_a_choice_event_with_an_unreadable_message_is_a_warning_and_a_text_message_is_read(tmp_path, capsys):
+    def export(message: Any) -> dict[str, Any]:
+        doc = _otlp({**DEPRECATED})
+        event = {"name": "gen_ai.choice", "attributes": [_attr("message", message), _attr("finish_reason", "stop")]}
+        doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["events"] = [event]
+        return doc
+
+    notes: list[str] = []
+    [t] = convert(export("Four."), case_id="c", notes=notes)
+    assert t["final_output"] == "Four." and t["finish_reason"] == "finish" and notes == []
+    [t] = convert(export(json.dumps([4])), case_id="c", notes=notes)
+    assert t["final_output"] is None
+    assert notes == [
+        f"span 'chat gpt-4o' ({'cd' * 8}): event gen_ai.choice holds a message that is a list of int, a shape the "
+        "importer does not read: that content is not in the trace"
+    ]
