@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kit.store import Store
@@ -34,8 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kit.errors import KitInputError
-    from kit.report.data import gather
-    from kit.report.gate import Baseline, load_policy, verdict
+    from kit.report.gate import load_policy
     from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
@@ -57,32 +57,72 @@ def main(args: argparse.Namespace) -> int:
     try:
         refs = args.run or _default_runs(store, args.source)
         for ref in refs:
-            data = gather(store, ref, source=args.source)
-            baseline = None
-            if args.baseline:
-                with store.connect() as con:
-                    base = q.resolve_run(con, args.baseline, args.source or data.run["source"])
-                    if base == data.run["run_id"]:
-                        print(f"kit gate: baseline {args.baseline!r} is the gated run itself", file=sys.stderr)
-                        return 2
-                    flips = q.compare(con, base, data.run["run_id"])
-                    baseline = Baseline(base, flips, q.case_counts(con, base), q.soft_gates(con, base))
-            fails, notes = verdict(data, policy, baseline, floors)
-            label = f"run {data.run['run_id']} ({data.run['source']})"
-            for n in notes:
+            result = gate_run(store, ref, policy, floors, baseline=args.baseline, source=args.source)
+            for n in result.notes:
                 print(f"note: {n}")
-            if fails:
+            if result.problems:
                 failed = True
-                print(f"gate FAILED for {label}: {len(fails)} problem(s)", file=sys.stderr)
-                for f in fails:
+                print(result.headline, file=sys.stderr)
+                for f in result.problems:
                     print(f"  - {f}", file=sys.stderr)
             else:
-                rate = data.totals["pass_rate"]
-                print(f"gate passed for {label}" + (f": pass rate {rate:.1%}" if rate is not None else ""))
-    except q.RunNotFound as e:
+                print(result.headline)
+    except (q.RunNotFound, KitInputError) as e:
         print(f"kit gate: {store.path}: {e}", file=sys.stderr)
         return 2
     return 1 if failed else 0
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's verdict on one run: what failed (nothing: it passed), notes, and the line that says so."""
+
+    run: dict[str, Any]
+    problems: tuple[str, ...]
+    notes: tuple[str, ...]
+    pass_rate: float | None
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    @property
+    def headline(self) -> str:
+        label = f"run {self.run['run_id']} ({self.run['source']})"
+        if self.problems:
+            return f"gate FAILED for {label}: {len(self.problems)} problem(s)"
+        rate = self.pass_rate
+        return f"gate passed for {label}" + (f": pass rate {rate:.1%}" if rate is not None else "")
+
+
+def gate_run(
+    store: Store,
+    ref: str,
+    policy: Any,
+    floors: dict[str, float] | None = None,
+    *,
+    baseline: str | None = None,
+    source: str | None = None,
+) -> GateResult:
+    """The gate (kit.report.gate.verdict) on one run, against `baseline` (a run reference) when given: what
+    `kit gate` prints and `make evals` shows, from one function. RunNotFound, or KitInputError when the
+    baseline is the gated run itself."""
+    from kit.errors import KitInputError
+    from kit.report.data import gather
+    from kit.report.gate import Baseline, verdict
+    from kit.store import queries as q
+
+    data = gather(store, ref, source=source)
+    base_data = None
+    if baseline:
+        with store.connect() as con:
+            base = q.resolve_run(con, baseline, source or data.run["source"])
+            if base == data.run["run_id"]:
+                raise KitInputError(f"baseline {baseline!r} is the gated run itself")
+            flips = q.compare(con, base, data.run["run_id"])
+            base_data = Baseline(base, flips, q.case_counts(con, base), q.soft_gates(con, base))
+    fails, notes = verdict(data, policy, base_data, floors or {})
+    return GateResult(data.run, tuple(fails), tuple(notes), data.totals["pass_rate"])
 
 
 def case_floors(path: Path) -> tuple[dict[str, float], list[str]]:

@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kit.commands.gate import case_floors
 from kit.errors import KitInputError
 from kit.pipeline.stages import OUT, Stage, StageResult, kit_command, run_stages, stages
 from kit.pipeline.summary import Collected, collect, summary_text
 from kit.plan import Plan, make_plan
 from kit.report import junit
+from kit.report.gate import load_policy
 from kit.settings import load_settings
 from kit.store import Store, new_run_id, open_store
 from kit.store import queries as q
@@ -146,13 +148,21 @@ def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path
     if report:
         print(f"HTML report: {report}; JUnit XML: {out / 'junit.xml'}; summary: {out / 'summary.txt'}")
     print("\n== gate")
-    verdicts = [_gate(store, r, baselines[r["run_id"]], plan.cases) for r in data.gated]
+    try:
+        policy = load_policy(plan.settings.gates)
+        floors, notes = case_floors(Path(plan.cases))
+    except KitInputError as e:
+        print(f"make evals: {e}", file=sys.stderr)
+        return 2
+    for n in notes:
+        print(f"  note: {n}")
+    verdicts = [_gate(store, r, baselines[r["run_id"]], policy, floors) for r in data.gated]
     broken = _broken(results, data)
     for name, why in broken:
         print(f"make evals: stage {name} broke: {why}; see {logs / (name + '.log')}", file=sys.stderr)
     if not data.runs:
         print("make evals: no run reached the store", file=sys.stderr)
-    ok = bool(data.runs) and not broken and all(v == 0 for v in verdicts)
+    ok = bool(data.runs) and not broken and all(verdicts)
     print("make evals: PASSED" if ok else "make evals: FAILED")
     return 0 if ok else 1
 
@@ -179,26 +189,24 @@ def _report(store: Store, data: Collected, baselines: dict[str, str | None], out
 GATE_LINES = 5  # problems shown per run; `kit gate --run ID` lists them all
 
 
-def _gate(store: Store, run: dict[str, Any], baseline: str | None, cases: Path) -> int:
-    """`kit gate` on one run, its verdict in a few lines: a red team's hundreds of problems are counted,
-    the first few shown (the summary above has them grouped by check). The cases' own floors are read from
-    the cases this invocation ran."""
-    argv = ["--run", run["run_id"], "--store", str(store.path), "--cases", str(cases)]
-    argv += ["--baseline", baseline] if baseline else []
-    said = io.StringIO()
-    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-        code = kit_command("gate", argv)()
-    lines = [ln for ln in said.getvalue().splitlines() if ln.strip() and not ln.startswith("note: ")]
-    problems = [ln for ln in lines if ln.startswith("  - ")]
-    head = [ln for ln in lines if not ln.startswith("  - ")]
+def _gate(store: Store, run: dict[str, Any], baseline: str | None, policy: Any, floors: dict[str, float]) -> bool:
+    """The gate on one run (kit.commands.gate.gate_run, what `kit gate` prints), in a few lines: a red team's
+    hundreds of problems are counted, the first few shown (the summary above has them grouped by check)."""
+    from kit.commands.gate import gate_run
+    from kit.errors import KitInputError
+
     who = f" [{run.get('agent') or ''}]" if run.get("agent") else ""
-    for ln in head:
-        print(f"  {ln}{who}")
-    for ln in problems[:GATE_LINES]:
-        print(f"  {ln[:200]}")
-    if len(problems) > GATE_LINES:
-        print(f"    ... {len(problems) - GATE_LINES} more: kit gate --run {run['run_id']}")
-    return code
+    try:
+        result = gate_run(store, run["run_id"], policy, floors, baseline=baseline)
+    except (q.RunNotFound, KitInputError) as e:
+        print(f"  gate could not judge run {run['run_id']}: {e}{who}")
+        return False
+    print(f"  {result.headline}{who}")
+    for problem in result.problems[:GATE_LINES]:
+        print(f"    - {problem[:200]}")
+    if len(result.problems) > GATE_LINES:
+        print(f"    ... {len(result.problems) - GATE_LINES} more: kit gate --run {run['run_id']}")
+    return result.passed
 
 
 def _broken(results: list[StageResult], data: Collected) -> list[tuple[str, str]]:

@@ -380,7 +380,7 @@ def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
     # CPU: this thread's own, plus its tools' (each reaped with its rusage). A stage that runs alone
     # takes every reaped child instead, which also counts the workers a kit step forks.
     own, children = time.thread_time(), _children_cpu()
-    tools = 0.0
+    tools = in_process = 0.0
     code = 0
     with log.open("w") as f:
         for step in stage.steps:
@@ -389,7 +389,10 @@ def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
             if code == TIMED_OUT:
                 break
             got, used = _run_step(stage.name, step, env, f, started, deadline)
-            tools += used
+            if step.call is not None:
+                in_process += used  # its own thread's CPU
+            else:
+                tools += used
             if got == TIMED_OUT:
                 f.write(f"(stage {stage.name!r} ran past its time limit of {stage.timeout:g} s in {step.label!r})\n")
                 code = TIMED_OUT
@@ -397,7 +400,7 @@ def run_stage(stage: Stage, env: Mapping[str, str], logs: Path) -> StageResult:
                 code = got
                 f.write(f"(step {step.label!r} exited {got})\n")
     seconds = time.perf_counter() - started
-    cpu = time.thread_time() - own + (tools if stage.together else _children_cpu() - children)
+    cpu = time.thread_time() - own + in_process + (tools if stage.together else _children_cpu() - children)
     tail = error_tail(log.read_text(errors="replace")) if code != 0 else []
     said = f"<== {stage.name}: exit {code} in {seconds:.1f} s (CPU {cpu:.1f} s); log {log}"
     if code == TIMED_OUT:
@@ -416,20 +419,21 @@ def _run_step(
 ) -> tuple[int, float]:
     """The step's exit code, and the CPU seconds of the processes it started (an in-process step: none)."""
     if step.call is not None:
-        return _call(step, f, deadline), 0.0
+        return _call(step, f, deadline)
     return _command(name, step, env, f, started, deadline)
 
 
-def _call(step: Step, f: TextIO, deadline: float | None) -> int:
+def _call(step: Step, f: TextIO, deadline: float | None) -> tuple[int, float]:
     """A kit function in this process, its output in the stage's log. It runs in a thread of its own so
     that the stage's time limit holds: past it the stage fails (the thread is abandoned; the kit's workers
     die with this process)."""
     assert step.call is not None
     f.write(f"$ {step.label}  (in process)\n")
     f.flush()
-    box: dict[str, int] = {}
+    box: dict[str, Any] = {}
 
     def work() -> None:
+        started = time.thread_time()
         with routing.to(f):
             try:
                 box["code"] = step.call()  # type: ignore[misc]
@@ -440,13 +444,14 @@ def _call(step: Step, f: TextIO, deadline: float | None) -> int:
                 box["code"] = 1
             finally:
                 sys.stdout.flush()
+                box["cpu"] = time.thread_time() - started
 
     worker = threading.Thread(target=work, name=f"step:{step.label[:40]}", daemon=True)
     worker.start()
     worker.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
     if worker.is_alive():
-        return TIMED_OUT
-    return box.get("code", 1)
+        return TIMED_OUT, 0.0
+    return box.get("code", 1), box.get("cpu", 0.0)
 
 
 def _command(
