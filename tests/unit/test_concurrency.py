@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -208,3 +209,17 @@ def test_an_async_agent_that_overruns_is_a_timeout_wherever_it_runs(project):
         outs = run_suite(plan([case], runs=2), agent, RunOptions(mode=mode, timeout=0.2, concurrency=2))
         assert [o.case_run.error for o in outs] == ["timeout: the agent ran longer than 0.2s"] * 2
     assert time.perf_counter() - t0 < 5
+
+
+def test_invoke_holds_a_shared_slot_for_every_call(project, monkeypatch):
+    """What DeepEval and the Promptfoo provider call: with KIT_SLOTS_DIR set, their calls share the cap."""
+    monkeypatch.setenv("KIT_SLOTS_DIR", prepare(2)["KIT_SLOTS_DIR"])
+    agent = load_agent("kit.doubles.slow_agent:sync_agent")
+    case = load_suite("cases.yaml").cases[0]
+    threads = [threading.Thread(target=invoke, args=(agent, case, i), kwargs={"timeout": 5}) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    counts = project / "counts"
+    assert (slow_agent.read(counts, "calls"), slow_agent.read(counts, "peak")) == (6, 2)
