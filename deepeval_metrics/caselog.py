@@ -15,9 +15,7 @@ from typing import Any
 
 from kit.case import Case
 from kit.judge import JudgeCall
-from kit.result import CaseRun, Result
-
-Outcome = str  # pass | fail | error | skipped
+from kit.result import CaseRun, Outcome, Result
 
 
 @dataclass(frozen=True)

@@ -251,7 +251,7 @@ def _not_loaded(errors: list[KitInputError], run_id: str) -> list[Any]:
     """A case that did not load is an error result of the run, named by its case id (or its file), so
     every report and gate sees the hole instead of a suite that merely looks smaller."""
     from kit.evaluate import error_run
-    from kit.runner import Outcome
+    from kit.runner import Invocation
 
     out, seen = [], set()
     for e in errors:
@@ -259,7 +259,7 @@ def _not_loaded(errors: list[KitInputError], run_id: str) -> list[Any]:
         if case_id in seen:
             continue
         seen.add(case_id)
-        out.append(Outcome(error_run(case_id, 0, f"not run: the case did not load: {e}", run_id=run_id), None))
+        out.append(Invocation(error_run(case_id, 0, f"not run: the case did not load: {e}", run_id=run_id), None))
     return out
 
 

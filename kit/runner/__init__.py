@@ -4,11 +4,9 @@ traces with the oracle, report and record the outcomes. `invoke` is one run, for
 from kit.runner.invoke import AgentTimeout, Invocation, deadline, invoke
 from kit.runner.suite import (
     Job,
-    Outcome,
     RunOptions,
     parse_shard,
     plan,
-    run_one,
     run_suite,
     shard_cases,
 )
@@ -17,13 +15,11 @@ __all__ = [
     "AgentTimeout",
     "Invocation",
     "Job",
-    "Outcome",
     "RunOptions",
     "deadline",
     "invoke",
     "parse_shard",
     "plan",
-    "run_one",
     "run_suite",
     "shard_cases",
 ]

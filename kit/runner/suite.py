@@ -50,8 +50,6 @@ class Job:
     attempt: int
 
 
-# One run's result: the runner's name for an Invocation.
-Outcome = Invocation
 
 
 # --- planning -------------------------------------------------------------------------------------------
@@ -90,11 +88,6 @@ def plan(cases: Sequence[Case], runs: int | None = None) -> list[Job]:
 # --- one run --------------------------------------------------------------------------------------------
 
 
-def run_one(job: Job, agent: Agent, *, run_id: str | None = None, timeout: float | None = None) -> Outcome:
-    """Run the agent once on the job's case and evaluate the trace. Never raises."""
-    return invoke(agent, job.case, job.attempt, timeout=timeout, run_id=run_id)
-
-
 # --- the suite ------------------------------------------------------------------------------------------
 
 
@@ -104,14 +97,14 @@ def run_suite(
     options: RunOptions,
     *,
     run_id: str | None = None,
-    on_outcome: Callable[[Outcome], None] | None = None,
-) -> list[Outcome]:
+    on_outcome: Callable[[Invocation], None] | None = None,
+) -> list[Invocation]:
     """Every job, in parallel as configured; outcomes in job order. `on_outcome` sees each as it lands."""
-    results: list[Outcome | None] = [None] * len(jobs)
+    results: list[Invocation | None] = [None] * len(jobs)
     concurrency = options.concurrency or DEFAULT_CONCURRENCY
     workers = options.workers or default_workers()
 
-    def done(i: int, outcome: Outcome) -> None:
+    def done(i: int, outcome: Invocation) -> None:
         results[i] = outcome
         if on_outcome is not None:
             on_outcome(outcome)
@@ -120,12 +113,12 @@ def run_suite(
         job = jobs[i]
         # The agent was called (its worker died or overran): the call counts, its time is unknown.
         cr = error_run(job.case.id, job.attempt, why, run_id=run_id)
-        done(i, Outcome(dataclasses.replace(cr, metrics={"agent_calls": 1}), None))
+        done(i, Invocation(dataclasses.replace(cr, metrics={"agent_calls": 1}), None))
 
     if agent.uses_kit_agent and options.mode == "process":
         # The kit's own agent: CPU-bound and trusted, run and judged in the same worker (its fast path).
-        def work(job: Job) -> Outcome:
-            return run_one(job, agent, run_id=run_id, timeout=options.timeout)
+        def work(job: Job) -> Invocation:
+            return invoke(agent, job.case, job.attempt, timeout=options.timeout, run_id=run_id)
 
         execute(
             jobs,
@@ -150,7 +143,7 @@ def _called_and_judged(
     concurrency: int,
     workers: int,
     run_id: str | None,
-    done: Callable[[int, Outcome], None],
+    done: Callable[[int, Invocation], None],
     failed: Callable[[int, str], None],
 ) -> None:
     """The agent's calls dispatched (kit.runner.pool.dispatch); each judged here as it lands."""

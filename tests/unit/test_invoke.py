@@ -12,7 +12,7 @@ from kit_promptfoo import agent_provider
 
 from deepeval_metrics import runner as deepeval_runner
 from kit.case import Case, load_suite
-from kit.runner import Invocation, Job, RunOptions, invoke, run_one, run_suite
+from kit.runner import Invocation, Job, RunOptions, invoke, run_suite
 from kit.runner.agents import load_agent
 
 TIMEOUT = 0.4
@@ -79,7 +79,7 @@ def via_thread(project: Path, fn: str) -> Invocation:
 
 
 def via_runner(project: Path, fn: str) -> Invocation:
-    return run_one(Job(_case(project), 0), load_agent(f"front_agent:{fn}"), timeout=TIMEOUT)
+    return invoke(load_agent(f"front_agent:{fn}"), _case(project), 0, timeout=TIMEOUT)
 
 
 def via_deepeval(project: Path, fn: str, monkeypatch: pytest.MonkeyPatch) -> Invocation:
