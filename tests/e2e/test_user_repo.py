@@ -27,7 +27,10 @@ import re
 
 
 def run(text):
-    order = re.search(r"ORD-\\d+", text).group()
+    found = re.search(r"ORD-\\d+", text)
+    if found is None:  # anything else (the red team's attacks among it) gets a refusal and no tool call
+        return {"model": "desk-1", "final_output": "I can only say where an order is.", "finish_reason": "finish", "spans": []}
+    order = found.group()
     return {
         "model": "desk-1",
         "final_output": f"Order {order} has shipped.",
