@@ -406,9 +406,12 @@ class _AsyncPool(_InProcess):
         self.future = asyncio.run_coroutine_threadsafe(self._all(), self.loop)
 
     def stop(self) -> None:
-        # Abandoned tasks are cancelled; the loop thread is a daemon and ends with the process.
+        # Abandoned tasks are cancelled; a loop an agent blocks stays with its daemon thread until exit.
         self.future.cancel()
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(1)
+        if not self.thread.is_alive():
+            self.loop.close()
 
 
 # --- host processes ---------------------------------------------------------------------------------------
@@ -554,11 +557,20 @@ class _HostPool:
                         hosts[k] = self._new()
                 in_flight = sum(len(h.calls) for h in hosts)
                 for h in sorted((h for h in hosts if not h.retiring), key=lambda h: len(h.calls)):
-                    while todo and in_flight < self.cap and len(h.calls) < self.share:
-                        h.give(todo.popleft())
+                    while todo and in_flight < self.cap and len(h.calls) < self.share and not h.retiring:
+                        i = todo.popleft()
+                        try:
+                            h.give(i)
+                        except OSError:  # the host died before taking it: the call goes to another
+                            del h.calls[i]
+                            todo.appendleft(i)
+                            h.retiring = True
+                            break
                         in_flight += 1
                 if not in_flight:
-                    break
+                    if not todo:
+                        break
+                    continue  # every host refused its call: fresh ones take them at the top
                 nearest = min((d for h in hosts for d in h.calls.values()), default=float("inf"))
                 wait_s = min(max(0.0, nearest - time.monotonic()), 3600)
                 ready = wait([h.conn for h in hosts if h.calls], timeout=wait_s)

@@ -62,6 +62,11 @@ def patches(text):
     kit.evaluate.run_check = lambda spec, trace: Result(spec.label, True, "patched")
     return {"final_output": "goodbye", "finish_reason": "finish", "spans": []}
 
+def dies(text):
+    if text == "b":
+        os._exit(3)
+    return ok(text)
+
 def slow(text):
     import time
     open(text + ".started", "w").close()
@@ -167,3 +172,13 @@ def test_a_real_ctrl_c_still_stops_a_serial_run(project):
     proc.send_signal(signal.SIGINT)
     assert proc.wait(30) != 0
     assert not (project / "c.started").exists()  # the run stopped instead of calling the next cases
+
+
+def test_a_host_process_that_dies_fails_its_own_calls_and_the_run_goes_on(project):
+    suite = load_suite("cases.yaml")
+    outs = run_suite(
+        plan(suite.cases), load_agent("bad_agent:dies"), RunOptions(mode="process", concurrency=1, timeout=10)
+    )
+    got = {o.case_run.case_id: (o.case_run.outcome, o.case_run.error) for o in outs}
+    assert got["a"] == got["c"] == ("pass", None)
+    assert got["b"] == ("error", "the agent's host process died (exit code 3)")
