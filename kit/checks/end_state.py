@@ -219,6 +219,20 @@ def end_state(
     empty: bool = False,
     ordered: bool = False,
 ) -> Verdict:
+    """Passes when the query's rows over the end-state tables equal `expected` (or, with `empty`, there are none).
+
+    Each table of the trace's `end_state` is a table of that name in a locked-down DuckDB: the query can
+    read nothing else (no files, no network) and is stopped at the check time limit. A table the query
+    names that the end state lacks is an `error`. Give exactly one of `expected` and `empty: true`.
+
+    Args:
+        query: One SQL SELECT statement (anything else is refused at load). Required.
+        expected: The rows wanted, a list of rows, each a list of values (compared as canonical JSON).
+            Optional: unset by default.
+        empty: `true`: the query must return no rows. Default `false`.
+        ordered: `true`: the rows must come in the order given; `false`: compared as a multiset. Default
+            `false`.
+    """
     cap = MAX_ROWS + (len(expected) if expected else 0)
     rows = [_plain(list(r)) for r in _SANDBOX.query(trace, query.source, cap)]
     many = f"over {cap}" if len(rows) > cap else str(len(rows))

@@ -21,6 +21,14 @@ if TYPE_CHECKING:  # hints resolved by the registry when parameters are first pa
 
 @check("exact")
 def exact(trace: Trace, *, expected: str | int | float, normalise: bool = True) -> Verdict:
+    """Passes when the output equals `expected` (after normalising both, when `normalise` is on).
+
+    Args:
+        expected: The text the output must equal; a number is compared as its string form (`42.5` as
+            "42.5"). Required.
+        normalise: `true`: trim, casefold and collapse runs of white space to one space on both sides
+            before comparing; `false`: compare character for character. Default `true`.
+    """
     want = str(expected)
     got = trace.output
     ok = normalise_text(got) == normalise_text(want) if normalise else got == want
@@ -29,6 +37,17 @@ def exact(trace: Trace, *, expected: str | int | float, normalise: bool = True) 
 
 @check("number")
 def number(trace: Trace, *, expected: Finite, tol: NonNegative = 1e-9, rel: NonNegative | None = None) -> Verdict:
+    """Passes when the output holds exactly one number and it is within tolerance of `expected`.
+
+    Numbers are read as people write them: `$1,234.50` reads as 1234.5, and digits inside identifiers
+    (`ORD-123456`) are not numbers. The number is within tolerance when it is within `tol` of `expected`
+    or within `rel` times the larger of the two magnitudes (either suffices, as in `math.isclose`).
+
+    Args:
+        expected: The number wanted: finite (NaN and infinities are refused at load). Required.
+        tol: Absolute tolerance: a finite number >= 0. Default `1e-9`.
+        rel: Relative tolerance: a finite number >= 0. Optional: unset by default (no relative tolerance).
+    """
     found = numbers_in(trace.output)
     if len(found) != 1:
         shown = ", ".join(f"{n:g}" for n in found[:5])
@@ -48,6 +67,14 @@ def _validate_contains(params: dict[str, Any]) -> None:
 
 @check("contains", validate=_validate_contains)
 def contains(trace: Trace, *, text: str | list[str], all: bool = True) -> Verdict:
+    """Passes when the normalised output contains every text of `text` (or, with `all: false`, any of them).
+
+    Args:
+        text: One text or a list of texts, each looked for in the output after normalising both (trim,
+            casefold, collapse runs of white space). Required; an empty list or a blank text is refused at
+            load (it would always pass).
+        all: `true`: every text must be present; `false`: at least one. Default `true`.
+    """
     texts = [text] if isinstance(text, str) else text
     out = normalise_text(trace.output)
     missing = [t for t in texts if normalise_text(t) not in out]
@@ -72,6 +99,16 @@ def regex_check(
     present: bool = True,
     target: Literal["output", "tools"] = "output",
 ) -> Verdict:
+    """Passes when `pattern` is found in the target (or, with `present: false`, is not found).
+
+    Args:
+        pattern: A regular expression (the `regex` module's syntax), searched for anywhere in the target and
+            stopped after `KIT_REGEX_TIMEOUT` seconds (an `error`). Required; an empty pattern, an invalid
+            one or one too big to compile is refused at load.
+        present: `true`: the pattern must be found; `false`: it must not be. Default `true`.
+        target: What is searched: `output` (the final output) or `tools` (every tool call that ran: its
+            name, arguments and result, as JSON lines). Default `output`.
+    """
     text = trace.output if target == "output" else trace.tools_text
     m = pattern.search(text)
     where = "output" if target == "output" else "tool calls"
@@ -90,6 +127,14 @@ def no_pii(
     kinds: Annotated[list[Literal["email", "card", "phone", "ssn"]], Field(min_length=1)] = list(PII_KINDS),  # noqa: B006
     allow: list[str] = [],  # noqa: B006
 ) -> Verdict:
+    """Passes when the output holds no personal data of the given kinds (bar the allowed values).
+
+    Args:
+        kinds: The kinds looked for, a non-empty list of `email`, `card` (13 to 19 digits that pass the Luhn
+            check), `phone` and `ssn` (`123-45-6789`). Default `[email, card, phone, ssn]`.
+        allow: Literal values that may appear (compared case-insensitively with the whole value found),
+            e.g. the support desk's own email address. Default `[]`.
+    """
     found = find_pii(trace.output, kinds, allow)
     if not found:
         return Verdict(True)
@@ -112,6 +157,13 @@ def _parse_json_output(trace: Trace) -> tuple[Any, str]:
 
 @check("json")
 def json_check(trace: Trace, *, keys: list[str] = []) -> Verdict:  # noqa: B006
+    """Passes when the output parses as a JSON object holding every key of `keys`.
+
+    The whole output (trimmed) must be JSON: one wrapped in a ``` fence fails, and the reason says so.
+
+    Args:
+        keys: Top-level keys the object must hold. Default `[]` (any JSON object passes).
+    """
     data, err = _parse_json_output(trace)
     if err:
         return Verdict(False, err)
@@ -135,6 +187,17 @@ def _validate_schema_params(params: dict[str, Any]) -> None:
 
 @check("schema", label="schema:{target}", validate=_validate_schema_params)
 def schema(trace: Trace, *, schema: Schema, target: str = "output") -> Verdict:
+    """Passes when the output (parsed as JSON), or the arguments of every call of a tool, validate.
+
+    Args:
+        schema: A JSON Schema, inline or as the path of a JSON file (relative to the case file's folder or
+            one of its ancestors); compiled at load. A `$ref` may point inside the schema or to a JSON file
+            inside the case's folder; `http:`, `https:`, `file:` and paths that leave the folder are refused
+            at load. Required.
+        target: What is validated: `output` (the final output, which must parse as JSON) or `tool:NAME`
+            (the arguments of every call of NAME that ran; fails when NAME was never called). Default
+            `output`.
+    """
     import fastjsonschema
 
     if target == "output":

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # hints resolved by the registry when parameters are first pa
 
 @check("finished")
 def finished(trace: Trace) -> Verdict:
+    """Passes when the run ended by the finish action (`finish_reason` is `finish`); it takes no parameters."""
     if trace.finish_reason == "finish":
         return Verdict(True)
     how = trace.finish_reason or "no finish_reason"
@@ -39,6 +40,21 @@ def budget(
     cost_usd: Amount | None = None,
     latency_ms: Amount | None = None,
 ) -> Verdict:
+    """Passes when every given limit holds (the run's figure <= the limit).
+
+    Give at least one limit. A limit on a figure the trace does not record (tokens, cost or latency) is an
+    `error`, never a pass, unless another limit is already over (then it fails, naming both).
+
+    Args:
+        steps: The most `llm` spans: an integer >= 0. Optional: unset by default (no limit).
+        tool_calls: The most tool calls that ran: an integer >= 0. Optional: unset by default (no limit).
+        tokens: The most tokens, summed over spans (tokens_in + tokens_out): an integer >= 0. Optional:
+            unset by default (no limit).
+        cost_usd: The most cost in US dollars, summed over spans: a number >= 0 (`.inf` for none).
+            Optional: unset by default (no limit).
+        latency_ms: The most wall time in milliseconds: the trace's `latency_ms`, else the sum over spans;
+            a number >= 0 (`.inf` for none). Optional: unset by default (no limit).
+    """
     limits = {
         "steps": steps,
         "tool_calls": tool_calls,

@@ -88,6 +88,14 @@ def _times(n: int) -> str:
 
 @check("called", label="called:{tool}")
 def called(trace: Trace, *, tool: str, min: Annotated[int, Field(ge=1)] = 1, calls: Calls = "all") -> Verdict:
+    """Passes when `tool` was called at least `min` times.
+
+    Args:
+        tool: The tool's name. Required.
+        min: The fewest calls that pass: an integer >= 1. Default `1`.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     n = _names(trace, calls).count(tool)
     ok = _ok(calls)
     if n >= min:
@@ -99,6 +107,13 @@ def called(trace: Trace, *, tool: str, min: Annotated[int, Field(ge=1)] = 1, cal
 
 @check("not_called", label="not_called:{tool}")
 def not_called(trace: Trace, *, tool: str | NonEmpty, calls: Calls = "all") -> Verdict:
+    """Passes when none of the named tools was called.
+
+    Args:
+        tool: A tool's name, or a non-empty list of names. Required.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     tools = [tool] if isinstance(tool, str) else tool
     names = _names(trace, calls)
     if set(tools).isdisjoint(names):
@@ -111,6 +126,14 @@ def not_called(trace: Trace, *, tool: str | NonEmpty, calls: Calls = "all") -> V
 
 @check("called_at_most", label="called_at_most:{tool}")
 def called_at_most(trace: Trace, *, tool: str, n: Annotated[int, Field(ge=0)] = 1, calls: Calls = "all") -> Verdict:
+    """Passes when `tool` was called no more than `n` times (never called passes).
+
+    Args:
+        tool: The tool's name. Required.
+        n: The most calls that pass: an integer >= 0. Default `1`.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     got = _names(trace, calls).count(tool)
     ok = _ok(calls)
     if got <= n:
@@ -166,6 +189,25 @@ def arg(
     which: Which = "any",
     calls: Calls = "all",
 ) -> Verdict:
+    """Passes when the argument at `key` of the chosen call(s) of `tool` matches.
+
+    Give exactly one of `expected` and `pattern`. The check fails when `tool` was never called.
+
+    Args:
+        tool: The tool's name. Required.
+        key: A dotted path into the call's arguments (`address.zip`, `items.0.sku`); a chosen call without
+            it does not match. Required.
+        expected: The value wanted, compared deeply (numbers by value, `1 == 1.0`; a bool never equals a
+            number); NaN anywhere in it is refused at load. Optional: unset by default.
+        pattern: A regular expression that must match the whole of the value's text (a string as it is, any
+            other value as JSON), under the `KIT_REGEX_TIMEOUT` limit. Optional: unset by default.
+        tol: Absolute tolerance for the numbers in `expected`: a finite number >= 0, only with `expected`.
+            Optional: unset by default (numbers must be equal).
+        which: The calls of `tool` judged: `any` (at least one matches), `first`, `last` or `all` (every
+            one matches). Default `any`.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     found_calls = _calls(trace, tool, calls)
     if not found_calls:
         return Verdict(False, f"{tool} never called{_ok(calls)}")
@@ -210,6 +252,22 @@ def args(
     which: Which = "any",
     calls: Calls = "all",
 ) -> Verdict:
+    """Passes when the arguments of the chosen call(s) of `tool` match `expected`.
+
+    Key order never matters, nested values compare deeply and numbers by value (`1 == 1.0`). The check
+    fails when `tool` was never called.
+
+    Args:
+        tool: The tool's name. Required.
+        expected: The arguments wanted, an object; NaN anywhere in it is refused at load. Required.
+        mode: `exact`: equal as a whole; `partial`: every key `expected` names is present and equal, keys
+            it does not name are ignored at every depth, and lists still compare element by element and by
+            length. Default `exact`.
+        which: The calls of `tool` judged: `any` (at least one matches), `first`, `last` or `all` (every
+            one matches). Default `any`.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     found_calls = _calls(trace, tool, calls)
     if not found_calls:
         return Verdict(False, f"{tool} never called{_ok(calls)}")
@@ -237,6 +295,14 @@ def _validate_order(params: dict[str, Any]) -> None:
 
 @check("order", label="order:{before}<{after}", validate=_validate_order)
 def order(trace: Trace, *, before: str, after: str, calls: Calls = "all") -> Verdict:
+    """Passes when both tools were called and the first `before` call precedes the first `after` call.
+
+    Args:
+        before: The tool that must come first. Required.
+        after: The tool that must come later; not the same as `before` (refused at load). Required.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     i, j = _first_step(trace, calls, before), _first_step(trace, calls, after)
     ok = _ok(calls)
     if i is None and j is None:
@@ -252,8 +318,18 @@ def order(trace: Trace, *, before: str, after: str, calls: Calls = "all") -> Ver
 
 @check("guarded", label="guarded:{tool}")
 def guarded(trace: Trace, *, tool: str, requires: str | NonEmpty, calls: Calls = "all") -> Verdict:
-    """Every call of `tool` comes after a call of each required tool; vacuously true when `tool` is never
-    called, so it can stand in an invariant that every case holds (unlike `order`)."""
+    """Passes when every call of `tool` comes after a call of each required tool (or `tool` is never called).
+
+    Vacuously true when `tool` is never called, so it can stand in an invariant that every case holds
+    (unlike `order`).
+
+    Args:
+        tool: The guarded tool's name. Required.
+        requires: A tool's name, or a non-empty list of names, each called before every call of `tool`.
+            Required.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     needed = [requires] if isinstance(requires, str) else requires
     seen: set[str] = set()
     for step, span in _steps(trace, calls):
@@ -285,6 +361,17 @@ def trajectory(
     mode: Literal["strict", "in_order", "unordered", "superset", "subset"] = "strict",
     calls: Calls = "all",
 ) -> Verdict:
+    """Passes when the sequence of tool-call names matches `tools` in the way `mode` says.
+
+    Args:
+        tools: The tool names wanted, a list (an empty list is refused at load in modes `in_order` and
+            `superset`, where it always passes). Required.
+        mode: `strict`: the same sequence; `in_order`: the listed tools occur in that order, others may
+            come between; `unordered`: the same multiset; `superset`: every listed tool was called, extras
+            allowed; `subset`: every call was to a listed tool. Default `strict`.
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     seq = _names(trace, calls)
     if mode == "strict":
         ok = list(seq) == tools
@@ -309,6 +396,12 @@ def trajectory(
 
 @check("no_repeat")
 def no_repeat(trace: Trace, *, calls: Calls = "all") -> Verdict:
+    """Passes when no two tool calls share name and canonical arguments (the loop signature).
+
+    Args:
+        calls: Which calls count: `all` (every call that ran), `ok` (the calls that ran and whose `error`
+            is null) or `requested` (every call the model asked for, run or not). Default `all`.
+    """
     spans = _in_scope(trace, calls)
     keys = [(s.name, canonical_key(s.input)) for s in spans]
     if len(set(keys)) == len(keys):
@@ -323,6 +416,11 @@ def no_repeat(trace: Trace, *, calls: Calls = "all") -> Verdict:
 
 @check("no_tool_errors", label="no_tool_errors:{tool}")
 def no_tool_errors(trace: Trace, *, tool: str | None = None) -> Verdict:
+    """Passes when no tool call that ran (of `tool`, when given) has a non-null `error`.
+
+    Args:
+        tool: The one tool whose calls are looked at. Optional: unset by default (every tool's calls).
+    """
     for i, s in enumerate(trace.tool_calls):
         if s.error is not None and (tool is None or s.name == tool):
             return Verdict(False, f"{s.name} (call {i + 1}) failed: {short(str(s.error))}")
@@ -331,6 +429,13 @@ def no_tool_errors(trace: Trace, *, tool: str | None = None) -> Verdict:
 
 @check("tool_schemas")
 def tool_schemas(trace: Trace, *, schemas: ToolSchemas = "golden/tools.json") -> Verdict:  # type: ignore[assignment]
+    """Passes when every tool call's arguments validate against its tool's schema and no other tool was called.
+
+    Args:
+        schemas: The tools' JSON Schemas: a map of tool name to the schema of its arguments, or an OpenAI
+            or Anthropic tool list, inline or as the path of a JSON file (relative to the case file's folder
+            or one of its ancestors); compiled at load. Default `golden/tools.json`.
+    """
     import fastjsonschema
 
     for i, s in enumerate(trace.tool_calls):
