@@ -12,8 +12,10 @@ it and a conftest.py (deepeval_metrics.pytest_plugin) that stores every result i
         log = kit.run_agent(case, attempt)
         kit.assert_run(log, kit.oracle_metrics(case, log) + kit.case_rubric_metrics(case, log))
 
-Everything defaults to the settings (`[tool.kit]` in pyproject.toml, the KIT_* variables): the agent, the
-cases, the rubrics, the judge and the agent's timeout, as `kit run` reads them.
+Everything defaults to the one plan every front end runs from (kit.plan, from `[tool.kit]` in pyproject.toml
+and the KIT_* variables): the agent, the cases with their invariants, the rubrics, the judge and the agent's
+timeout, as `kit run` reads them; under `make evals`, run_agent judges the kit stage's recorded run of the case
+instead of calling the agent again, as the kit's own DeepEval stage does.
 """
 
 from __future__ import annotations
@@ -23,24 +25,28 @@ from pathlib import Path
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
+from deepeval_metrics.runner import plan, run_case
 from kit.case import Case, Suite, load_suite
 from kit.errors import KitInputError
+from kit.plan import suite_invariants
 from kit.rubrics import RubricSet, load_rubrics
 from kit.runner import invoke
-from kit.runner.agents import Agent, configured_agent, load_agent
-from kit.settings import load_settings
+from kit.runner.agents import Agent, load_agent
 from kit.trace import Trace, parse_trace
 
 
 def load_cases(path: str | Path | None = None) -> Suite:
     """The cases to run.
 
-    path: a case file (YAML) or a folder of them; None: the settings' `cases`.
+    path: a case file (YAML) or a folder of them; None: the settings' `cases` (the plan's suite).
 
-    Returns the Suite: `.cases`, the cases that loaded, and `.errors`, one KitInputError per case or file that
-    did not (each names the file, the case and the check). A broken case never hides the good ones.
+    Returns the Suite, named invariants expanded: `.cases`, the cases that loaded, and `.errors`, one
+    KitInputError per case or file that did not (each names the file, the case and the check). A broken case
+    never hides the good ones.
     """
-    return load_suite(path if path is not None else load_settings().cases)
+    if path is None:
+        return plan().suite
+    return load_suite(path, suite_invariants(plan().settings, path))
 
 
 def case_params(suite: Suite) -> list[Any]:
@@ -58,9 +64,9 @@ def which_agent(spec: str | None = None) -> Agent:
     """The agent to run.
 
     spec: `module:callable` (the module is found from the project root, no PYTHONPATH needed); None: the
-    settings' `agent`, else the kit's reference agent.
+    plan's agent (the settings' `agent`, else the kit's reference agent).
     """
-    return load_agent(spec) if spec else configured_agent(load_settings())
+    return load_agent(spec) if spec else plan().agent
 
 
 def run_agent(
@@ -70,7 +76,8 @@ def run_agent(
 
     case: a Case from load_cases.
     attempt: which attempt this is (0-based), recorded with the result.
-    agent: an Agent, a `module:callable`, or None for the settings' agent (see which_agent).
+    agent: an Agent, a `module:callable`, or None for the plan's agent (see which_agent; then, under
+        `make evals`, the kit stage's recorded run of this case and attempt is judged instead).
     timeout: seconds before the run is an error; None: the settings' `agent_timeout`.
 
     Returns the CaseLog the metrics fill in: `.trace` is the parsed Trace; when the agent raised, hung or
@@ -78,9 +85,11 @@ def run_agent(
     (a simulated user without a user model) has `.skipped` set. assert_run turns these into a failed or a
     skipped test; the conftest stores the log whatever happens.
     """
-    chosen = agent if isinstance(agent, Agent) else which_agent(agent)
-    seconds = timeout if timeout is not None else load_settings().agent_timeout
-    run = invoke(chosen, case, attempt, timeout=seconds)
+    if agent is None and timeout is None:
+        run = run_case(case, attempt)  # the plan's run: the one every front end makes
+    else:
+        chosen = agent if isinstance(agent, Agent) else which_agent(agent)
+        run = invoke(chosen, case, attempt, timeout=timeout if timeout is not None else plan().timeout)
     log = CaseLog(case, attempt)
     if run.case_run.skipped is not None:
         log.skipped = run.case_run.skipped
@@ -88,6 +97,7 @@ def run_agent(
         log.error = run.case_run.error or "the agent gave no trace"
     else:
         log.trace = parse_trace(run.trace)
+        log.judged = run.case_run  # the oracle's verdict on this trace: the metrics present it, not judge again
     return log
 
 
@@ -143,8 +153,8 @@ def case_rubric_metrics(
     case: the Case.
     log: the run's CaseLog (its trace decides rubrics that apply by what the run did); the verdicts are
         recorded on it for the store.
-    rubrics: a RubricSet or the path of a rubrics file; None: the settings' `rubrics` (none if it does not
-        exist).
+    rubrics: a RubricSet or the path of a rubrics file; None: the plan's (the settings' `rubrics`; none if
+        that file does not exist).
     judge: a kit.judge.JudgeConfig; None: the settings' judge (`[tool.kit.judge]`, KIT_JUDGE_*), if any.
     """
     from deepeval_metrics.conversation_rubric import conversation_rubric_metrics
@@ -152,7 +162,7 @@ def case_rubric_metrics(
     from kit.judge import judge_config
 
     if not isinstance(rubrics, RubricSet):
-        path = Path(rubrics) if rubrics is not None else load_settings().rubrics
+        path = Path(rubrics) if rubrics is not None else plan().rubrics
         if rubrics is None and not path.exists():
             return []
         rubrics = load_rubrics(path)

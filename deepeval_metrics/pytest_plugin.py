@@ -3,7 +3,8 @@
 
 - DeepEval stays offline (telemetry, update check, uploads off) and its per-test cache rewrites are pinned
   off (deepeval_metrics/deepeval_io.py says why);
-- one store run per `deepeval test run` (source `deepeval`, the settings' agent; xdist workers join it);
+- one store run per `deepeval test run` (source `deepeval`; agent, model id and kind from the one plan,
+  kit.plan, as `kit run` records them; xdist workers join it);
 - every CaseLog a test makes (deepeval_metrics.run_agent, replay) is stored when the test ends, whatever its
   outcome: a test file written with the public API needs no store code;
 - the soft-gate floors of the settings' gates file are checked at the end;
@@ -30,11 +31,10 @@ from deepeval.utils import get_is_running_deepeval  # noqa: E402
 
 from deepeval_metrics import caselog  # noqa: E402
 from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
+from deepeval_metrics.runner import plan  # noqa: E402
 from deepeval_metrics.session import EvalSession  # noqa: E402
 from kit.judge import judge_config  # noqa: E402
 from kit.report.gate import load_policy  # noqa: E402
-from kit.runner.agents import configured_agent  # noqa: E402
-from kit.settings import load_settings  # noqa: E402
 
 __all__ = [
     "kit_session",
@@ -59,14 +59,15 @@ def pytest_configure(config: pytest.Config) -> None:
         set_backend(NoopBackend())
     distributed = _is_worker(config) or getattr(config.option, "dist", "no") not in (None, "no")
     pin_deepeval_io(distributed=distributed)
-    settings = load_settings()
     judge = judge_config()
     _SESSION = EvalSession.begin(
         "deepeval",
         worker=_is_worker(config),
-        agent=configured_agent(settings).name,
-        model=settings.agent_model,
+        agent=plan().agent.name,
+        model=plan().model,
+        kind=plan().kind,
         meta={
+            "replayed": str(plan().settings.replay_runs) if plan().replaying else None,
             "judge": judge.describe() if judge else None,
             "deepeval": deepeval.__version__,
             "runner": "deepeval test run" if get_is_running_deepeval() else "pytest",
@@ -104,7 +105,7 @@ def kit_session() -> EvalSession:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _SESSION is None or _is_worker(session.config):
         return
-    gates = load_settings().gates
+    gates = plan().settings.gates
     try:
         floors = _SESSION.floors(load_policy(gates)) if gates.exists() else []
     except Exception as exc:  # the hard-gate verdict must still stand if the store cannot be read

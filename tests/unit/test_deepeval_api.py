@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
 os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
 
 import deepeval_metrics as kit
+from deepeval_metrics import runner
 from deepeval_metrics.caselog import collecting
 from kit.errors import KitInputError
 
@@ -38,14 +40,16 @@ CASES = """\
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (tmp_path / "front_agent.py").write_text(AGENT)
     (tmp_path / "cases.yaml").write_text(CASES)
     (tmp_path / "pyproject.toml").write_text('[tool.kit]\ncases = "cases.yaml"\nagent = "front_agent:good"\n')
     monkeypatch.chdir(tmp_path)
-    for var in ("KIT_AGENT", "KIT_CASES", "KIT_RUBRICS"):
+    for var in ("KIT_AGENT", "KIT_CASES", "KIT_RUBRICS", "KIT_REPLAY_RUNS"):
         monkeypatch.delenv(var, raising=False)
-    return tmp_path
+    runner.plan.cache_clear()  # a DeepEval session reads its plan once; each test here is another project
+    yield tmp_path
+    runner.plan.cache_clear()
 
 
 def test_a_run_of_the_settings_agent_passes_its_oracle_metrics_through_assert_test(project):
