@@ -40,6 +40,9 @@ class CaseLog:
     attempt: int = 0
     trace: Any = None
     judged: CaseRun | None = None  # the oracle's verdict on `trace`, when the run was already judged
+    # What the run cost in agent calls and seconds (`agent_calls`, `retries`, `agent_s`, `kit_s`): the store's
+    # per-stage figures. `agent_calls` 0: a recorded run, judged here without calling the agent.
+    cost: dict[str, Any] = field(default_factory=dict)
     hard: dict[int, Result] = field(default_factory=dict)  # by index in case.checks: a re-measure overwrites
     soft: dict[str, SoftVerdict] = field(default_factory=dict)
     error: str | None = None
@@ -69,7 +72,7 @@ class CaseLog:
         if error is None and missing:
             error = f"checks not measured by DeepEval: {', '.join(missing)}"
         ordered = tuple(self.hard[i] for i in range(len(checks)) if i in self.hard)
-        totals: dict[str, Any] = dict(getattr(self.trace, "totals", None) or {})
+        totals: dict[str, Any] = {**dict(getattr(self.trace, "totals", None) or {}), **self.cost}
         return CaseRun(self.case.id, self.attempt, ordered, run_id=run_id, error=error, metrics=totals)
 
 

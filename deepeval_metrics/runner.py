@@ -18,6 +18,12 @@ def plan() -> Plan:
     return make_plan()
 
 
+def cost(run: Invocation) -> dict[str, float | int]:
+    """What a run cost, as the store keeps it: no agent call for a recorded run, else one plus its retries."""
+    calls = 0 if plan().replaying else 1 + run.retries
+    return {"agent_calls": calls, "retries": run.retries, "agent_s": run.agent_s, "kit_s": run.kit_s}
+
+
 def run_case(case: Case, attempt: int) -> Invocation:
     """One run of the case, judged by the oracle exactly as `kit run` judges it: a fresh agent call, or the
     recorded run when replaying. An agent that raises, returns no trace or hangs past the settings'

@@ -23,6 +23,7 @@ class Collected:
     by_check: list[dict[str, Any]] = field(default_factory=list)  # kit.store.queries.check_tally
     soft: list[dict[str, Any]] = field(default_factory=list)  # kit.calibrate.soft_gate_calibrations
     judge_usage: list[dict[str, Any]] = field(default_factory=list)  # queries.judge_usage, every new run
+    costs: list[dict[str, Any]] = field(default_factory=list)  # queries.run_costs, every new run
 
     @property
     def gated(self) -> list[dict[str, Any]]:
@@ -40,6 +41,7 @@ def collect(con: Any, before: set[str]) -> Collected:
         q.check_tally(con, gated),
         soft_gate_calibrations(con, gated),
         q.judge_usage(con, [r["run_id"] for r in runs]),
+        q.run_costs(con, [r["run_id"] for r in runs]),
     )
 
 
@@ -56,6 +58,47 @@ def soft_lines(data: Collected) -> list[str]:
         samples = f", majority of {g['samples']}" if (g["samples"] or 1) > 1 else ""
         stage = stage_of.get(g["run_id"], "?")
         lines.append(f"  {stage:<17} {g['check']:<34} {rate + errors + samples:<26} {g['calibration']}")
+    return lines
+
+
+def cost_lines(data: Collected, results: list[StageResult]) -> list[str]:
+    """Per run: the agent's calls (0 for a stage that judged the kit stage's runs), its retries, tokens and
+    cost where the traces carry them, and the seconds spent waiting on the agent beside the kit's own; then
+    the totals, with the stages' wall time."""
+    if not data.costs:
+        return []
+    stage_of = {r["run_id"]: r["stage"] for r in data.runs}
+    lines = ["\n== what it cost (agent calls; tokens and cost where the traces carry them)"]
+    calls = retries = tokens = 0
+    cost = 0.0
+    waited = own = 0.0
+    for c in data.costs:
+        n = c["agent_calls"]
+        shown = "?" if n is None else f"{n}"
+        calls += n or 0
+        retries += c["retries"] or 0
+        tokens += c["tokens"] or 0
+        cost += c["cost_usd"] or 0.0
+        waited += c["agent_s"] or 0.0
+        own += c["kit_s"] or 0.0
+        tok = f"{c['tokens']:,} tokens" if c["tokens"] is not None else "tokens not recorded"
+        usd = f"${c['cost_usd']:.4f}" if c["cost_usd"] is not None else "cost not recorded"
+        secs = (
+            f"; {c['agent_s']:.1f} s waiting on the agent, {c['kit_s']:.2f} s the kit's own"
+            if c["agent_s"] is not None and c["kit_s"] is not None
+            else ""
+        )
+        judged = " (judged the kit stage's runs)" if n == 0 and c["runs"] else ""
+        lines.append(
+            f"  {stage_of.get(c['run_id'], c['source']):<17} {shown:>5} calls for {c['runs']} runs{judged}, "
+            f"{c['retries'] or 0} retries, {tok}, {usd}{secs}"
+        )
+    wall = sum(r.seconds for r in results if r.stage.name in ("kit", "redteam"))
+    lines.append(
+        f"  {'total':<17} {calls:>5} calls, {retries} retries, {tokens:,} tokens, ${cost:.4f}; "
+        f"{waited:.1f} s waiting on the agent, summed over calls made at once (the stages that call it took "
+        f"{wall:.1f} s of wall time), {own:.2f} s the kit's own"
+    )
     return lines
 
 
@@ -131,6 +174,7 @@ def summary_text(
             cells.append(f"{'-' if c_n is None else f'{c_n[0]}/{c_n[1]}' + ('' if c_n[0] == c_n[1] else ' !'):>20}")
         lines.append("  " + f"{case_id[:40]:<40}" + "".join(cells))
     lines += soft_lines(data)
+    lines += cost_lines(data, results)
     lines += judge_usage_lines(data)
     lines += judge_failure_lines(data.by_check)
     if data.failing:

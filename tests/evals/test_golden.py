@@ -17,12 +17,12 @@ from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.conversation_rubric import conversation_rubric_metrics
 from deepeval_metrics.oracle import oracle_metrics
 from deepeval_metrics.rubric_metric import rubric_metrics
-from kit.rubrics import load_rubrics
-from deepeval_metrics.runner import plan, run_case
+from deepeval_metrics.runner import cost, plan, run_case
 from deepeval_metrics.session import EvalSession
 from deepeval_metrics.testcase import kit_test_case
 from kit.case import Case
 from kit.judge import judge_config
+from kit.rubrics import load_rubrics
 from kit.trace import parse_trace
 
 SUITE = plan().suite
@@ -42,6 +42,7 @@ if SUITE.errors:  # one broken case fails here, by name; the other cases still r
 def test_golden_case(case: Case, attempt: int, kit_session: EvalSession) -> None:
     log = CaseLog(case, attempt)
     run = run_case(case, attempt)
+    log.cost = cost(run)
     if run.case_run.skipped is not None:  # e.g. a simulated user with no user model: recorded, never a pass
         log.skipped = run.case_run.skipped
         kit_session.record(log)

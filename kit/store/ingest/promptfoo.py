@@ -257,6 +257,10 @@ def _result(r: PfResult, case_id: str, attempt: int, provider: str) -> tuple[Cas
             "spans": [],
         }
     metrics = {"steps": None, "tokens": usage.get("total"), "cost_usd": r.cost, "latency_ms": r.latencyMs}
+    kit = _obj(response.get("metadata"), "response.metadata").get("kit")
+    if isinstance(kit, dict):
+        # The kit's provider ran it: one agent call, or none for a recorded run it judged.
+        metrics["agent_calls"] = 0 if kit.get("replayed") else 1
     return CaseRun(case_id, attempt, tuple(hard), error=error, metrics=metrics), trace, soft
 
 
