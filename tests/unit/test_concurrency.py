@@ -208,7 +208,7 @@ def test_an_async_agent_that_overruns_is_a_timeout_wherever_it_runs(project):
     for mode in ("thread", "process"):
         outs = run_suite(plan([case], runs=2), agent, RunOptions(mode=mode, timeout=0.2, concurrency=2))
         assert [o.case_run.error for o in outs] == ["timeout: the agent ran longer than 0.2s"] * 2
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 15  # not the 30 s the agent would sleep
 
 
 def test_invoke_holds_a_shared_slot_for_every_call(project, monkeypatch):
