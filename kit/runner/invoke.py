@@ -320,7 +320,7 @@ def call(
                         why += f" (after {retries} rate-limit retr{'y' if retries == 1 else 'ies'})"
                     spent = time.perf_counter() - t0
                     return Called(error=why, agent_s=spent, retries=retries, calls=retries + 1)
-                time.sleep(wait)
+                time.sleep(wait)  # holding the slot: backing off frees no capacity on a rate-limited account
                 retries += 1
         agent_s = time.perf_counter() - t0
     finally:
