@@ -127,7 +127,7 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
     if kinds <= {"pydantic_ai", "pydantic_ai_dict"}:
         conv, errors = _from_pydantic_ai(items)
         return _converted(conv, case_id, "pydantic_ai", errors=errors, what=where)
-    found = ", ".join(sorted(_describe(m) for m in items[:50]))
+    found = ", ".join(sorted({_describe(m) for m in items[:50]}))
     raise UnknownResult(f"returned {where} holding items of no known kind ({found}), {EXPECTED}")
 
 
