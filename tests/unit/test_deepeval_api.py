@@ -41,9 +41,9 @@ CASES = """\
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    (tmp_path / "front_agent.py").write_text(AGENT)
+    (tmp_path / "api_desk_agent.py").write_text(AGENT)
     (tmp_path / "cases.yaml").write_text(CASES)
-    (tmp_path / "pyproject.toml").write_text('[tool.kit]\ncases = "cases.yaml"\nagent = "front_agent:good"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.kit]\ncases = "cases.yaml"\nagent = "api_desk_agent:good"\n')
     monkeypatch.chdir(tmp_path)
     for var in ("KIT_AGENT", "KIT_CASES", "KIT_RUBRICS", "KIT_REPLAY_RUNS"):
         monkeypatch.delenv(var, raising=False)
@@ -66,7 +66,7 @@ def test_a_run_of_the_settings_agent_passes_its_oracle_metrics_through_assert_te
 
 def test_a_failing_run_fails_assert_test_naming_the_check(project):
     [case] = kit.load_cases().cases
-    log = kit.run_agent(case, agent="front_agent:silent")
+    log = kit.run_agent(case, agent="api_desk_agent:silent")
     with pytest.raises(AssertionError, match="called:lookup_order"):
         kit.assert_run(log, kit.oracle_metrics(case, log))
     assert [r.name for r in log.case_run().results if not r.passed] == ["called:lookup_order", "contains"]
@@ -74,7 +74,7 @@ def test_a_failing_run_fails_assert_test_naming_the_check(project):
 
 def test_a_run_that_gave_no_trace_fails_with_its_error_never_passes(project):
     [case] = kit.load_cases().cases
-    log = kit.run_agent(case, agent="front_agent:junk")
+    log = kit.run_agent(case, agent="api_desk_agent:junk")
     assert log.trace is None and log.error.startswith("the agent returned a dict with 'answer'")
     with pytest.raises(pytest.fail.Exception, match="no trace: the agent returned a dict"):
         kit.assert_run(log, kit.oracle_metrics(case, log))
