@@ -21,9 +21,11 @@ def name_problem(name: str) -> str | None:
     or `.` part, an empty part, or a backslash (a separator on Windows)."""
     if not name.strip():
         return "is empty"
-    bad = next((ch for ch in name if unicodedata.category(ch) in _REFUSED_CATEGORIES or ch in _BIDI), None)
-    if bad is not None:
-        return f"holds the control character U+{ord(bad):04X}"
+    # Printable ASCII (nearly every id) holds none of them: no per-character look-up.
+    if not (name.isascii() and name.isprintable()):
+        bad = next((ch for ch in name if unicodedata.category(ch) in _REFUSED_CATEGORIES or ch in _BIDI), None)
+        if bad is not None:
+            return f"holds the control character U+{ord(bad):04X}"
     if len(name) > MAX_LENGTH:
         return f"is {len(name)} characters long (at most {MAX_LENGTH})"
     if "\\" in name:

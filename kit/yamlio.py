@@ -23,6 +23,7 @@ MAX_NODES = 1_000_000
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE = "tag:yaml.org,2002:merge"
+_STR = "tag:yaml.org,2002:str"
 
 
 class _OneLine:
@@ -45,25 +46,34 @@ class AliasBombError(_OneLine, yaml.composer.ComposerError):
 
 class _Loader(_BASE):  # type: ignore[misc,valid-type]
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        if isinstance(node, MappingNode):
-            seen: dict[Any, Node] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == _MERGE:
-                    continue
-                # Constructed once: the base class finds it in its cache when it builds the mapping.
-                key = self.construct_object(key_node, deep=deep)
-                try:
-                    first = seen.setdefault(key, key_node)
-                except TypeError:
-                    continue  # an unhashable key: the base class says so
-                if first is not key_node:
-                    raise DuplicateKeyError(
-                        None,
-                        None,
-                        f"duplicate key {key!r} (first at line {first.start_mark.line + 1})",
-                        key_node.start_mark,
-                    )
+        pairs = node.value if isinstance(node, MappingNode) else ()
+        if len(pairs) > 1:
+            # A plain string key is its text (most keys); any other key is what it constructs to (cached, so
+            # the base class does not build it twice), so 1 and 0x1 are one key, as in the dict built.
+            keys = [
+                k.value if k.tag == _STR else self.construct_object(k, deep=deep) for k, _ in pairs if k.tag != _MERGE
+            ]
+            try:
+                unique = len(set(keys)) == len(keys)
+            except TypeError:
+                unique = True  # an unhashable key: the base class says so
+            if not unique:
+                _duplicate(pairs, keys)
         return super().construct_mapping(node, deep=deep)
+
+
+def _duplicate(pairs: list[tuple[Node, Node]], keys: list[Any]) -> None:
+    nodes = [k for k, _ in pairs if k.tag != _MERGE]
+    seen: dict[Any, Node] = {}
+    for key, key_node in zip(keys, nodes, strict=True):
+        first = seen.setdefault(key, key_node)
+        if first is not key_node:
+            raise DuplicateKeyError(
+                None,
+                None,
+                f"duplicate key {key!r} (first at line {first.start_mark.line + 1})",
+                key_node.start_mark,
+            )
 
 
 def _expanded_size(root: Node) -> int:
