@@ -83,9 +83,10 @@ def _sqlite(p: Path) -> dict[str, list[dict[str, Any]]]:
 def _duckdb(p: Path) -> dict[str, list[dict[str, Any]]]:
     import duckdb
 
-    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    from kit import duck
+
     try:
-        con = duckdb.connect(str(p), read_only=True, config=config)
+        con = duck.connect(str(p), read_only=True)
     except duckdb.Error as e:
         raise KitInputError(f"--end-state: cannot open the DuckDB database: {e}", file=str(p)) from None
     try:
