@@ -13,6 +13,10 @@ Target: the suite x 5 in under 10 s on 2 cores, overhead under 5%.
 The same suite in a checkout of REV (`git archive`, imported through PYTHONPATH) and in this one,
 alternating, each round in fresh interpreters: medians of wall time and of the pool's time, and the
 ratios this/REV. What shows that the reference agent's fast path did not get slower.
+
+    .venv/bin/python bench/run.py --invoke [--rounds 5]
+
+`invoke` beside the bare functions it wraps, in one process: what the split into call and judge costs.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ def main() -> int:
     p.add_argument("--modes", default="process,thread,serial")
     p.add_argument("--baseline", metavar="REV", help="compare with this git revision, interleaved")
     p.add_argument("--rounds", type=int, default=5, help="rounds of the comparison with --baseline")
+    p.add_argument("--invoke", action="store_true", help="invoke beside the bare call, trace and checks")
     p.add_argument("--one", nargs=3, metavar=("MODE", "TAPES", "STORE"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.one:
@@ -109,6 +114,8 @@ def main() -> int:
         return 0
     if a.baseline:
         return compare(a)
+    if a.invoke:
+        return invoke_cost(a)
     with tempfile.TemporaryDirectory() as tmp:
         tapes = Path(tmp) / "cassettes"
         tapes.mkdir()
@@ -180,6 +187,43 @@ def _side(checkout: Path | None, mode: str, a: argparse.Namespace, tapes: Path, 
     argv = [sys.executable, __file__, "--runs", str(a.runs), "--cases", a.cases, "--one", mode, str(tapes), str(store)]
     out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout)
+
+
+def invoke_cost(a: argparse.Namespace) -> int:
+    """`invoke` (call, retries, slots, the measured latency, judge, the run's metrics) beside the three
+    functions it wraps called bare (the agent under its timeout, the result read into a trace, the
+    checks), on the reference agent replaying its cassettes, in this process, interleaved."""
+    from kit.case import load_suite
+    from kit.evaluate import evaluate
+    from kit.runner import invoke
+    from kit.runner.agents import reference_agent, to_trace
+    from kit.runner.invoke import call_agent
+
+    cases = [c for c in load_suite(a.cases).cases if not getattr(c, "is_multi_turn", False)]
+    with tempfile.TemporaryDirectory() as tmp:
+        record(a.cases, tmp)
+        agent = reference_agent(replay=tmp)
+
+        def bare(c: object) -> object:
+            trace, _ = to_trace(call_agent(agent, c, 0, 60.0), c, 0, None)
+            return evaluate(trace, c)
+
+        def wrapped(c: object) -> object:
+            return invoke(agent, c, 0, timeout=60.0)
+
+        got: dict[str, list[float]] = {"bare": [], "invoke": []}
+        for r in range(max(a.rounds, 1) * 2 + 1):
+            pair = [("bare", bare), ("invoke", wrapped)]
+            for name, fn in pair if r % 2 else pair[::-1]:
+                t0 = time.perf_counter()
+                for c in cases:
+                    fn(c)
+                got[name].append((time.perf_counter() - t0) / len(cases) * 1000)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    print(f"one run of the reference agent, {len(cases)} single-turn cases, {len(got['bare'])} rounds interleaved:")
+    print(f"  bare call + trace + checks: {med['bare']:.3f} ms/run; invoke: {med['invoke']:.3f} ms/run; ", end="")
+    print(f"ratio {med['invoke'] / med['bare']:.2f}x")
+    return 0
 
 
 def compare(a: argparse.Namespace) -> int:

@@ -466,16 +466,9 @@ def judge(called: Called, case: Case, attempt: int, *, run_id: str | None = None
         else:
             cr = evaluate(trace, case, run_id=run_id)
     kit_s = called.kit_s + time.perf_counter() - t0
-    cr = dataclasses.replace(
-        cr,
-        metrics={
-            **cr.metrics,
-            "agent_calls": called.calls,
-            "retries": called.retries,
-            "agent_s": called.agent_s,
-            "kit_s": kit_s,
-        },
-    )
+    # The CaseRun was made just above with a dict of its own, seen by no one yet: filled in place, which
+    # costs a fifth of copying the frozen run on the reference agent's hot path.
+    cr.metrics.update(agent_calls=called.calls, retries=called.retries, agent_s=called.agent_s, kit_s=kit_s)
     return Invocation(cr, data, agent_s=called.agent_s, kit_s=kit_s, retries=called.retries)
 
 
