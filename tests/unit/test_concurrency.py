@@ -61,6 +61,10 @@ def broken(text):
 def messages(text):
     return [{"role": "user", "content": text}, {"role": "assistant", "content": "echo " + text}]
 
+async def async_chat(text, history):
+    await asyncio.sleep(0.01)
+    return [{"role": "assistant", "content": f"echo {text} after {len(history)}"}]
+
 async def async_hang(text):
     await asyncio.sleep(30)
 
@@ -224,3 +228,14 @@ def test_invoke_holds_a_shared_slot_for_every_call(project, monkeypatch):
         t.join(30)
     counts = project / "counts"
     assert (slow_agent.read(counts, "calls"), slow_agent.read(counts, "peak")) == (6, 2)
+
+
+def test_an_async_agent_holds_a_conversation(project):
+    (project / "chat.yaml").write_text(
+        'id: chat\nturns: ["one", "two"]\nchecks: [{type: contains, text: "echo two after 2"}]\n'
+    )
+    agent = load_agent("rl_agents:async_chat")
+    [case] = load_suite("chat.yaml").cases
+    assert invoke(agent, case, 0, timeout=5).case_run.passed
+    outs = run_suite(plan([case]), agent, RunOptions(mode="process", timeout=5))
+    assert outs[0].case_run.passed, outs[0].case_run.failures
