@@ -64,13 +64,16 @@ def execute(
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     n = min(workers or default_workers(), len(jobs))
     if mode == "serial" or n <= 1:
-        for i, job in enumerate(jobs):
-            try:
-                payload = work(job)
-            except BaseException as e:  # a job's SystemExit fails that job, not the run
-                on_failure(i, _failed(e))
-            else:
-                on_result(i, payload)
+        with _interrupts() as interrupted:
+            for i, job in enumerate(jobs):
+                try:
+                    payload = work(job)
+                except BaseException as e:  # a job's SystemExit fails that job, not the run
+                    on_failure(i, _failed(e))
+                else:
+                    on_result(i, payload)
+                if interrupted.is_set():  # the user's Ctrl-C
+                    raise KeyboardInterrupt
         return
     if mode == "process":
         _ProcessPool(jobs, work, n, timeout).run(on_result, on_failure)
