@@ -155,3 +155,36 @@ def test_kit_agent_plugs_the_users_agent_into_the_provider(monkeypatch: pytest.M
     assert [s["name"] for s in trace["spans"] if s["kind"] == "tool"] == ["lookup_order"]
     tool = next(s for s in trace["spans"] if s["kind"] == "tool")
     assert tool["input"] == {"order_id": "ORD-777001"}  # JSON-string arguments parsed
+
+
+def test_a_config_that_names_no_agent_runs_none_and_never_the_reference_agent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A hand-written config for one's own agent, with no agent named anywhere: every test is an error
+    saying where to name it (never the reference shop agent under the user's name), and the kit's
+    launcher refuses it with exit 2 before Promptfoo starts."""
+    from kit_promptfoo.run_promptfoo import main, unnamed_agents
+
+    monkeypatch.delenv("KIT_AGENT", raising=False)
+    r = agent_provider.call_api("Where is my order ORD-777001?", {"config": {}}, {"vars": {}})
+    assert "output" not in r and "no agent named" in r["error"] and "agent: module:callable" in r["error"]
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        "providers:\n  - id: file://providers/agent_provider.py\n    label: my-desk\n"
+        "  - id: file://providers/agent_provider.py\n    config: {agent: examples.my_agent:run}\n"
+    )
+    assert unnamed_agents(["eval", "-c", str(mine)]) == [f"{mine}: provider my-desk"]
+    assert main(["eval", "-c", str(mine)]) == 2
+    monkeypatch.setenv("KIT_AGENT", "examples.my_agent:run")  # named in the settings: nothing missing
+    assert unnamed_agents(["eval", "-c", str(mine)]) == []
+
+
+def test_the_agent_a_config_names_is_the_agent_that_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
+    monkeypatch.delenv("KIT_AGENT", raising=False)
+    r = agent_provider.call_api(
+        "Where is my order ORD-777001?", {"config": {"agent": "examples.my_agent:run"}}, {"vars": {}}
+    )
+    assert r["output"] == "ORD-777001 has shipped with UPS."
+    assert r["metadata"]["kit"]["agent"] == "examples.my_agent:run"
