@@ -64,21 +64,27 @@ def execute(
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     n = min(workers or default_workers(), len(jobs))
     if mode == "serial" or n <= 1:
-        with _interrupts() as interrupted:
-            for i, job in enumerate(jobs):
-                try:
-                    payload = work(job)
-                except BaseException as e:  # a job's SystemExit fails that job, not the run
-                    on_failure(i, _failed(e))
-                else:
-                    on_result(i, payload)
-                if interrupted.is_set():  # the user's Ctrl-C
-                    raise KeyboardInterrupt
+        _in_turn(jobs, work, on_result, on_failure)
         return
     if mode == "process":
         _ProcessPool(jobs, work, n, timeout).run(on_result, on_failure)
     else:
         _ThreadPool(jobs, _no_start(work), n, timeout).run(on_result, on_failure)
+
+
+def _in_turn(jobs: Sequence[J], work: Callable[[J], Any], on_result: OnResult, on_failure: OnFailure) -> None:
+    """Every job here, one after another. A job's SystemExit or KeyboardInterrupt fails that job, not the
+    run; a real Ctrl-C (SIGINT) stops the run once the job it interrupted is reported."""
+    with _interrupts() as interrupted:
+        for i, job in enumerate(jobs):
+            try:
+                payload = work(job)
+            except BaseException as e:
+                on_failure(i, _failed(e))
+            else:
+                on_result(i, payload)
+            if interrupted.is_set():
+                raise KeyboardInterrupt
 
 
 def _failed(e: BaseException) -> str:
@@ -128,16 +134,7 @@ def dispatch(
         return
     cap = max(1, min(concurrency, len(jobs)))
     if mode == "serial" or (mode == "thread" and cap == 1 and acall is None):
-        with _interrupts() as interrupted:
-            for i, job in enumerate(jobs):
-                try:
-                    payload = call(job, _nothing)
-                except BaseException as e:
-                    on_failure(i, _failed(e))
-                else:
-                    on_result(i, payload)
-                if interrupted.is_set():  # the user's Ctrl-C, which the call turned into its error
-                    raise KeyboardInterrupt
+        _in_turn(jobs, lambda job: call(job, _nothing), on_result, on_failure)
         return
     if mode == "thread":
         pool: _InProcess = _AsyncPool(jobs, acall, cap, timeout) if acall else _ThreadPool(jobs, call, cap, timeout)
