@@ -47,3 +47,16 @@ def file_in(folder: Path, name: str, suffix: str = "") -> Path:
     if not path.resolve().is_relative_to(folder.resolve()):
         raise ValueError(f"{name!r} cannot name a file: {path} leaves {folder}")
     return path
+
+
+def printable(name: str) -> str:
+    """`name` with every character `name_problem` refuses written as its escape (`\\x1b`, `\\u202e`): for
+    names that come from other tools' files, which are stored and shown, never refused."""
+    if name.isascii() and name.isprintable():
+        return name
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in _REFUSED_CATEGORIES or ch in _BIDI
+        else ch
+        for ch in name
+    )

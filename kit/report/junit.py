@@ -4,6 +4,7 @@ not a pass. Failing hard checks are the failure text; a soft gate without a judg
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from html import escape
@@ -17,6 +18,9 @@ class SuiteRows:
     unpassed: list[Mapping[str, Any]]  # case_id, attempt, check, gate, outcome, reason (outcome <> pass)
 
 
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _attr(value: Any, limit: int | None = None) -> str:
     # Cut before escaping: a cut escaped text could end inside an entity and break the XML.
     return escape(str(value)[:limit], quote=True)
@@ -27,7 +31,9 @@ def render(suites: Iterable[SuiteRows]) -> str:
     for suite in suites:
         parts.extend(_suite(suite))
     parts.append("</testsuites>")
-    return "\n".join(parts) + "\n"
+    # XML 1.0 cannot hold most control characters (ESC, NUL) even escaped: a case id, reason or error
+    # holding one would make the whole file invalid. Each is written as its escape text instead.
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), "\n".join(parts) + "\n")
 
 
 def _suite(suite: SuiteRows) -> list[str]:

@@ -125,3 +125,43 @@ def test_a_sane_timeout_still_loads(tmp_path, monkeypatch):
 
     (tmp_path / "pyproject.toml").write_text("[tool.kit]\nagent_timeout = 86400\n")
     assert load_settings(root=tmp_path, env={}).agent_timeout == 86400
+
+
+# --- names from other tools' files are stored and shown escaped ------------------------------------------
+
+
+def test_junit_xml_stays_valid_whatever_an_id_or_a_reason_holds():
+    import xml.etree.ElementTree as ET
+
+    from kit.report import junit
+
+    bad = "id\x1b[31m\x00\x0b\ud800"
+    suite = junit.SuiteRows(
+        {"run_id": "r1", "source": "promptfoo"},
+        [{"case_id": bad, "attempt": 0, "passed": False, "outcome": "fail", "error": None, "latency_ms": 1}],
+        [{"case_id": bad, "attempt": 0, "check": "contains", "gate": "hard", "outcome": "fail", "reason": bad}],
+    )
+    text = junit.render([suite])
+    root = ET.fromstring(text.encode("utf-8"))
+    case = root.find("testsuite/testcase")
+    assert case is not None and case.get("name") == "id\\x1b[31m\\x00\\x0b\\ud800#0"
+
+
+def test_promptfoo_case_ids_with_control_characters_are_stored_escaped(tmp_path, capsys):
+    import copy
+    import json
+
+    from test_ingest import PROMPTFOO_FILE
+
+    from kit.store import open_store
+
+    data = copy.deepcopy(PROMPTFOO_FILE)
+    for r in data["results"]["results"]:
+        r["testCase"]["metadata"]["case_id"] = "x\x1b[2J\u202e" + r["testCase"]["metadata"]["case_id"]
+    path = tmp_path / "out.json"
+    path.write_text(json.dumps(data))
+    assert kit(["ingest", "promptfoo", str(path), "--store", str(tmp_path / "s.duckdb")]) == 0
+    assert "\x1b" not in capsys.readouterr().out
+    with open_store(tmp_path / "s.duckdb").connect() as con:
+        ids = sorted({r[0] for r in con.execute("SELECT case_id FROM case_results").fetchall()})
+    assert ids == ["x\\x1b[2J\\u202eloop", "x\\x1b[2J\\u202erefund"]

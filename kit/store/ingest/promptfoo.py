@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kit.errors import KitInputError, first_error
+from kit.names import printable
 from kit.result import CaseRun, Result
 from kit.store.ingest import Ingested, digest, existing_runs, read_json
 from kit.store.rows import RunKind
@@ -154,7 +155,7 @@ def _case_id(r: PfResult) -> str:
         r.testCase.get("description"),
     ):
         if v:
-            return str(v)
+            return printable(str(v))  # a control character in a test's id would reach terminals and XML raw
     return f"test-{r.testIdx}"
 
 
