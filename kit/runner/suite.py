@@ -50,8 +50,6 @@ class Job:
     attempt: int
 
 
-
-
 # --- planning -------------------------------------------------------------------------------------------
 
 
@@ -83,9 +81,6 @@ def plan(cases: Sequence[Case], runs: int | None = None) -> list[Job]:
     """Every (case, attempt), attempts of a case together. Long cases first would balance better, but
     results in suite order are what a reader expects, and the pool keeps every worker busy anyway."""
     return [Job(c, a) for c in cases for a in range(runs or c.runs)]
-
-
-# --- one run --------------------------------------------------------------------------------------------
 
 
 # --- the suite ------------------------------------------------------------------------------------------
