@@ -7,6 +7,7 @@ statement fails at once with an error that names the extension.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 NO_EXTENSIONS: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
@@ -17,3 +18,18 @@ def connect(database: str = ":memory:", *, read_only: bool = False, config: dict
     import duckdb  # imported by the callers that open a database, not by `import kit`
 
     return duckdb.connect(database, read_only=read_only, config={**(config or {}), **NO_EXTENSIONS})
+
+
+def foreign_file(path: Path) -> str | None:
+    """What a file that is not a DuckDB database is, for the error that refuses it (None: it may be one).
+    DuckDB's header holds "DUCK" at byte 8; SQLite's starts "SQLite format 3"."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return None
+    if head.startswith(b"SQLite format 3\x00"):
+        return "it is a SQLite database, not a DuckDB file"
+    if len(head) < 12 or head[8:12] != b"DUCK":
+        return "it is not a DuckDB file"
+    return None

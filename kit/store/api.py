@@ -41,7 +41,8 @@ def _open(path: Path) -> duckdb.DuckDBPyConnection:
     try:
         return lock.connect(path)
     except duckdb.Error as e:
-        raise StoreError(f"not a readable DuckDB store: {_first_line(e)}", file=str(path)) from None
+        why = duck.foreign_file(path) or _first_line(e)
+        raise StoreError(f"not a readable DuckDB store: {why}", file=str(path)) from None
     except OSError as e:
         raise StoreError(f"cannot be opened: {e.strerror or e}", file=str(path)) from None
 
@@ -324,7 +325,8 @@ class Store:
         try:
             con = duck.connect(str(self.path), read_only=True)
         except duckdb.Error as e:
-            raise StoreError(f"not a readable DuckDB store: {_first_line(e)}", file=str(self.path)) from None
+            why = duck.foreign_file(self.path) or _first_line(e)
+            raise StoreError(f"not a readable DuckDB store: {why}", file=str(self.path)) from None
         try:
             from kit.store.schema import LATEST, current_version
 

@@ -59,6 +59,7 @@ def test_a_sqlite_file_as_store_is_exit_2_and_fetches_nothing(project, capsys, a
     assert kit(argv) == 2
     err = capsys.readouterr().err
     assert "store.duckdb: " in err and "Traceback" not in err
+    assert "not a readable DuckDB store: it is a SQLite database, not a DuckDB file" in err
     assert "download" not in err.lower() and "http" not in err.lower(), err
     assert not (project / "home" / ".duckdb").exists(), "DuckDB tried to install an extension"
 
