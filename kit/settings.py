@@ -66,6 +66,8 @@ def _run_id_value(v: Any) -> Any:
 
 
 SettingPath = Annotated[Path, BeforeValidator(_path_value)]
+# A time limit in seconds: finite, at most a day (its lower bound is checked where it is used).
+Seconds = Annotated[float, Field(le=MAX_AGENT_TIMEOUT, allow_inf_nan=False)]
 
 
 class _Frozen(BaseModel):
@@ -80,10 +82,11 @@ class JudgeSettings(_Frozen):
     base_url: str | None = None
     api_key: str | None = Field(default=None, repr=False)
     provider: str | None = None
-    # Types only here: kit.judge.judge_config checks the ranges, with messages that name the setting.
-    timeout: float | None = None
+    # kit.judge.judge_config checks the ranges further; a time limit or a temperature that no endpoint can
+    # take (1e308 overflowed the socket's timer; NaN and inf are no settings) is refused here, by name.
+    timeout: Seconds | None = None
     retries: int | None = None
-    temperature: float | None = None
+    temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] | None = None
 
 
 class UserSettings(_Frozen):
@@ -93,7 +96,7 @@ class UserSettings(_Frozen):
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = Field(default=None, repr=False)
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class RedteamSettings(_Frozen):

@@ -110,6 +110,11 @@ def test_an_absurd_project_setting_is_exit_2_naming_the_key(tmp_path, monkeypatc
         ("KIT_AGENT_TIMEOUT", "nan", "finite number"),
         ("KIT_AGENT_TIMEOUT", "-inf", "finite number"),
         ("KIT_RUN_ID", "run\x1b[2J", "control character U+001B"),
+        ("KIT_JUDGE_TIMEOUT", "1e308", "less than or equal to 86400"),
+        ("KIT_JUDGE_TIMEOUT", "inf", "finite number"),
+        ("KIT_USER_TIMEOUT", "nan", "finite number"),
+        ("KIT_JUDGE_TEMPERATURE", "inf", "finite number"),
+        ("KIT_JUDGE_TEMPERATURE", "7", "less than or equal to 2"),
     ],
 )
 def test_an_absurd_variable_is_exit_2_naming_it(tmp_path, monkeypatch, capsys, var, value, words):
