@@ -163,6 +163,8 @@ def make_plan(
     settings = settings if settings is not None else load_settings()
     if agent is not None:
         settings = settings.model_copy(update={"agent": agent})
+    # Resolved now: an agent that changes directory must not move where the results go.
+    settings = settings.model_copy(update={"store": Path(settings.store).absolute()})
     if not settings.agent and not reference_ok:
         raise KitInputError(
             "no agent named: give it in the provider's config (agent: module:callable), in KIT_AGENT or in "
