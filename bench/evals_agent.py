@@ -53,6 +53,21 @@ def run(text):
         time.sleep(float(os.environ.get("BENCH_LATENCY", "0")))
     finally:
         _count(-1)
+    return _answer(text)
+
+
+async def arun(text):
+    import asyncio
+
+    _count(1)
+    try:
+        await asyncio.sleep(float(os.environ.get("BENCH_LATENCY", "0")))
+    finally:
+        _count(-1)
+    return _answer(text)
+
+
+def _answer(text):
     answer = "Order ORD-1 has shipped." if "ORD-" in text else "I can only help with orders."
     return [
         {"role": "user", "content": text},
@@ -74,7 +89,7 @@ def cases_yaml(n: int, runs: int) -> str:
     return "".join(rows)
 
 
-def one(tmp: Path, latency: float, concurrency: int) -> dict[str, float]:
+def one(tmp: Path, latency: float, concurrency: int, fn: str = "run") -> dict[str, float]:
     state = tmp / f"state-{latency}.json"
     state.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIT_")}
@@ -89,7 +104,7 @@ def one(tmp: Path, latency: float, concurrency: int) -> dict[str, float]:
         "make",
         "--no-print-directory",
         "evals",
-        "AGENT=bench_desk:run",
+        f"AGENT=bench_desk:{fn}",
         f"CASES={tmp / 'cases.yaml'}",
         f"CONCURRENCY={concurrency}",
         f"EVALS_OUT={out}",
@@ -117,17 +132,20 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--cases", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--async", dest="use_async", action="store_true", help="an `async def` agent")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-evals-agent-") as d:
         tmp = Path(d)
         (tmp / "bench_desk.py").write_text(AGENT)
         (tmp / "cases.yaml").write_text(cases_yaml(args.cases, args.runs))
-        fast = one(tmp, 0.0, args.concurrency)
-        slow = one(tmp, args.latency, args.concurrency)
+        fn = "arun" if args.use_async else "run"
+        fast = one(tmp, 0.0, args.concurrency, fn)
+        slow = one(tmp, args.latency, args.concurrency, fn)
     expected = slow["attempts"] + slow["attacks"]
     cost = slow["wall"] - fast["wall"]
     ideal = slow["calls"] * args.latency / args.concurrency
-    print(f"make evals, agent of {args.latency:g} s per call, concurrency {args.concurrency}")
+    kind = "async def" if args.use_async else "sync"
+    print(f"make evals, {kind} agent of {args.latency:g} s per call, concurrency {args.concurrency}")
     print(f"  calls:          {slow['calls']} (attempts {slow['attempts']} + attacks {slow['attacks']} = {expected})")
     print(f"  peak in flight: {slow['peak']} (cap {args.concurrency})")
     print(f"  wall:           {fast['wall']:.1f} s with a 0 s agent, {slow['wall']:.1f} s at {args.latency:g} s a call")
