@@ -189,6 +189,8 @@ def _main(args: RunRequest, the_plan: Any) -> int:
         "config_hash": _config_hash(agent.name, cases, args.runs),
         "meta": {"shard": args.shard, "workers": args.workers, "pool": args.pool, "runs": len(jobs)},
     }
+    if not (shard or args.no_store):
+        _refuse_newer_store(the_plan.store)
     sink = _Sink(str(the_plan.store), args, run_row, to_file=bool(shard or args.no_store))
     where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
     if not args.json:
@@ -245,6 +247,22 @@ def _main(args: RunRequest, the_plan: Any) -> int:
     if suite.errors or sink.failed:
         return 2
     return 0 if runs and all(r.passed for r in runs) else 1
+
+
+def _refuse_newer_store(path: Path) -> None:
+    """A store a newer kit wrote is bad input before any agent call, not after every run was paid for."""
+    from kit.store import open_store
+    from kit.store.schema import NewerSchemaError
+
+    if not Path(path).is_file():
+        return
+    try:
+        with open_store(path).connect(merge=False):
+            pass
+    except NewerSchemaError:
+        raise  # a KitInputError: exit 2, naming the version found and the one expected
+    except Exception:  # any other trouble with the store is the sink's to report (results go to a file)
+        return
 
 
 def _not_loaded(errors: list[KitInputError], run_id: str) -> list[Any]:

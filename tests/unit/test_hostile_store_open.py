@@ -112,9 +112,10 @@ def test_a_store_from_a_newer_kit_is_exit_2_naming_both_versions(project, capsys
     _future_store(project / "store.duckdb", LATEST + 5)
     capsys.readouterr()
     assert kit(argv) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "store.duckdb: " in err and "Traceback" not in err
     assert f"store schema version {LATEST + 5} found, this kit expects version {LATEST} or older" in err
+    assert " runs in " not in out  # kit run refuses before calling the agent, not after every run
 
 
 def test_a_read_only_store_from_a_newer_kit_names_both_versions(project, capsys):
