@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from shared_runs import shared_run
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
@@ -81,9 +82,8 @@ TOOLS = '{"get_weather": {"type": "object", "properties": {"city": {"type": "str
 STAGES = {"kit", "deepeval", "promptfoo", "redteam"}
 
 
-@pytest.fixture(scope="module")
-def byo(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("byo")
+@shared_run("byo")
+def byo(tmp):
     (tmp / "byo_weather.py").write_text(AGENT)
     cases = tmp / "cases"
     cases.mkdir()

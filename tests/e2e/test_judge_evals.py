@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from shared_runs import copy_repo, shared_run
 
 from kit.doubles.judge import HTTP500_MESSAGE, MODEL
 
@@ -27,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "golden" / "cases" / "orders.yaml"
 
 
-def _evals(tmp: Path, mode: str, cases: Path | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _evals(
+    tmp: Path, mode: str, cases: Path | None = None, repo: Path = ROOT
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.fail("this test needs unshare and ip (util-linux, iproute2) to run offline")
     store = tmp / "store.duckdb"
@@ -38,7 +41,7 @@ def _evals(tmp: Path, mode: str, cases: Path | None = None) -> tuple[subprocess.
     env["KIT_STORE"] = str(store)
     script = f"ip link set lo up && exec {shlex.join(double)}"
     proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600
+        ["unshare", "-n", "sh", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=3600
     )
     return proc, store
 
@@ -68,11 +71,29 @@ def _calls(tmp: Path) -> Counter[str]:
     return Counter(json.loads(line)["kind"] for line in lines)
 
 
-@pytest.fixture(scope="module")
-def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
-    tmp = tmp_path_factory.mktemp("judge-good")
+# Two streams of `make evals` runs at the same time: the checkout's and a copy's (each red team of the
+# reference agent writes the same generated file in its checkout, so one checkout runs one at a time).
+@shared_run("judge")
+def good(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     proc, store = _evals(tmp, "good")  # the golden set: every case, the whole red team
     return proc, store, tmp
+
+
+@shared_run("judge")
+def bad_judge(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    return _evals(tmp, "bad", SMALL)
+
+
+@shared_run("judge-copy")
+def broken_judges(tmp: Path) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+    repo = tmp / "repo"
+    repo.mkdir()
+    copy_repo(repo)
+    runs = {}
+    for mode in ("http500", "malformed"):
+        (tmp / mode).mkdir()
+        runs[mode] = _evals(tmp / mode, mode, repo / SMALL.relative_to(ROOT), repo)
+    return runs
 
 
 def test_a_judge_that_scores_well_passes_on_the_golden_set(good):
@@ -111,8 +132,8 @@ def test_the_refund_rubric_judges_only_cases_with_a_reference(good):
     assert {r["case_id"] for r in judged} == with_reference and with_reference
 
 
-def test_a_judge_that_scores_badly_fails_and_names_the_rubric(tmp_path: Path):
-    proc, store = _evals(tmp_path, "bad", SMALL)
+def test_a_judge_that_scores_badly_fails_and_names_the_rubric(bad_judge):
+    proc, store = bad_judge
     assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-2000:]  # make's code for a failed recipe
     assert "make evals: FAILED" in proc.stdout
     assert "soft gate rubric:resolves_request: pass rate 0.00 under its floor" in proc.stdout
@@ -130,8 +151,8 @@ def test_a_judge_that_scores_badly_fails_and_names_the_rubric(tmp_path: Path):
 
 
 @pytest.mark.parametrize("mode", ["http500", "malformed"])
-def test_a_broken_judge_is_an_error_the_hard_gates_decide_and_the_summary_says_so(tmp_path: Path, mode: str):
-    proc, store = _evals(tmp_path, mode, SMALL)
+def test_a_broken_judge_is_an_error_the_hard_gates_decide_and_the_summary_says_so(broken_judges, mode: str):
+    proc, store = broken_judges[mode]
     out = proc.stdout
     soft = _rows(store, SOFT)
     rubric = [r for r in soft if r["source"] == "deepeval"]

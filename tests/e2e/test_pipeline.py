@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from shared_runs import shared_run
 
 from kit.pipeline import Stage, Step, evaluate, kit_stage
 from kit.settings import load_settings
@@ -55,10 +56,9 @@ def test_junit_names_the_failing_check(faulty):
     assert int(suite.get("failures")) == len(failures) and suite.get("name").startswith("kit:")
 
 
-@pytest.fixture(scope="module")
-def user_agent_evals(tmp_path_factory):
+@shared_run("pipeline")
+def user_agent_evals(tmp):
     """The whole `make evals` with a user's agent, as a user runs it: make, then read the store."""
-    tmp = tmp_path_factory.mktemp("user_agent")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIT_")}
     env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp))
     proc = subprocess.run(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -15,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from shared_runs import copy_repo, shared_run
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -36,17 +36,6 @@ def test_readme_names_the_two_commands_and_ci_runs_the_test_command():
     cmds = [c for c, _ in readme_commands()]
     assert "make evals" in cmds and "make test" in cmds
     assert re.search(r"^make test$", (ROOT / ".ci/run").read_text(), re.M)
-
-
-def copy_repo(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for name in files.decode().split("\0"):
-        if name and (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)  # keeps mtimes, so make sees its stamps up to date
-    for installed in (".venv", "node_modules"):
-        if (ROOT / installed).exists():
-            (dest / installed).symlink_to(ROOT / installed)
 
 
 def serves_until_interrupted(cmd: str, repo: Path, env: dict[str, str], port: int = 15500) -> str | None:
@@ -78,8 +67,9 @@ def serves_until_interrupted(cmd: str, repo: Path, env: dict[str, str], port: in
             proc.wait()
 
 
-@pytest.mark.skipif(not (ROOT / ".venv").exists(), reason="needs the project's .venv (make install)")
-def test_every_readme_command_runs_as_documented(tmp_path):
+@shared_run("readme")
+def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
+    """Every README command, in order, in a copy of the repository: the copy, what went wrong, how many ran."""
     repo = tmp_path / "repo"
     repo.mkdir()
     copy_repo(repo)
@@ -99,6 +89,12 @@ def test_every_readme_command_runs_as_documented(tmp_path):
         if proc.returncode != want:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
             failures.append(f"{cmd!r} exited {proc.returncode}, README says {want}:\n    " + "\n    ".join(tail))
+    return repo, failures, ran
+
+
+@pytest.mark.skipif(not (ROOT / ".venv").exists(), reason="needs the project's .venv (make install)")
+def test_every_readme_command_runs_as_documented(readme_commands_run):
+    repo, failures, ran = readme_commands_run
     assert ran >= 10
     assert not failures, "\n".join(failures)
     assert (repo / ".kit" / "report.html").is_file() and (repo / ".kit" / "junit.xml").is_file()

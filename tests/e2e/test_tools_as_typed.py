@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from shared_runs import shared_run
 
 from kit.store import open_store
 
@@ -102,11 +103,6 @@ def assert_offline_and_ok(proc: subprocess.CompletedProcess[str], log: Path) -> 
     assert "health check" not in out.lower()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "evals.duckdb"
-
-
 # Each command as its docs say to type it, the store it fills, and how many case runs it must make: the
 # golden set through DeepEval and Promptfoo; every attack of redteam/attacks.yaml under every strategy on
 # the reference agent. All must pass (the reference agent resists every attack).
@@ -117,11 +113,22 @@ AS_TYPED = {
 }
 
 
+@shared_run("tools")
+def tools_as_typed(tmp: Path) -> dict[str, tuple[subprocess.CompletedProcess[str], Path, Path]]:
+    """Each command of AS_TYPED, one after the other (they share the project's Promptfoo state): its
+    process, its connect() log and its store."""
+    done = {}
+    for i, (command, (argv, _, _, timeout)) in enumerate(AS_TYPED.items()):
+        (tmp / str(i)).mkdir()
+        log, store = tmp / str(i) / "connect.log", tmp / str(i) / "evals.duckdb"
+        done[command] = (isolated(argv, log, user_env(store), timeout=timeout), log, store)
+    return done
+
+
 @pytest.mark.parametrize("command", AS_TYPED)
-def test_the_tools_commands_as_typed(command: str, tmp_path: Path, store: Path) -> None:
-    argv, source, at_least, timeout = AS_TYPED[command]
-    log = tmp_path / "connect.log"
-    proc = isolated(argv, log, user_env(store), timeout=timeout)
+def test_the_tools_commands_as_typed(command: str, tools_as_typed) -> None:
+    _, source, at_least, _ = AS_TYPED[command]
+    proc, log, store = tools_as_typed[command]
     assert_offline_and_ok(proc, log)
     (run,) = runs(store, source)
     assert run["status"] == "complete" and run["case_runs"] >= at_least
@@ -162,7 +169,13 @@ VIEW_DRIVER = textwrap.dedent(
 )
 
 
-def test_npx_promptfoo_view_shows_make_evals_eval(tmp_path: Path, store: Path) -> None:
+@shared_run("tools")
+def promptfoo_view(
+    tmp_path: Path,
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str] | None, Path]:
+    """`make evals`' promptfoo stage, then `npx promptfoo view` asked for the eval it stored (when it stored
+    one): both processes, and the folder holding the store and the connect() log."""
+    store = tmp_path / "evals.duckdb"
     # The eval `make evals` runs (its promptfoo stage: the launcher, with the project's state folder).
     out = tmp_path / "evals"
     env = {**user_env(store)}
@@ -175,18 +188,28 @@ def test_npx_promptfoo_view_shows_make_evals_eval(tmp_path: Path, store: Path) -
         text=True,
         timeout=900,
     )
-    (run,) = runs(store, "promptfoo")
-    eval_id = run["meta"].get("evalId")
-    assert eval_id, stage.stdout[-2000:]
-    log = tmp_path / "connect.log"
+    stored = runs(store, "promptfoo") if store.exists() else []
+    eval_id = stored[0]["meta"].get("evalId") if len(stored) == 1 else None
+    if not eval_id:
+        return stage, None, tmp_path  # the test says why
     proc = subprocess.run(
-        ["unshare", "-n", sys.executable, "-c", VIEW_DRIVER, str(log), str(eval_id)],
+        ["unshare", "-n", sys.executable, "-c", VIEW_DRIVER, str(tmp_path / "connect.log"), str(eval_id)],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
+    return stage, proc, tmp_path
+
+
+def test_npx_promptfoo_view_shows_make_evals_eval(promptfoo_view) -> None:
+    stage, proc, tmp_path = promptfoo_view
+    store = tmp_path / "evals.duckdb"
+    (run,) = runs(store, "promptfoo")
+    eval_id = run["meta"].get("evalId")
+    assert eval_id, stage.stdout[-2000:]
+    log = tmp_path / "connect.log"
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["listening"], "promptfoo view never answered on 127.0.0.1:15500"

@@ -1,0 +1,22 @@
+"""Shared by every test: the e2e tests' slow runs start with the session (tests/e2e/shared_runs.py)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _start_shared_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At this worker's first test, every shared run that the selected tests need starts in the background
+    (once for all workers); at the session's end, the worker waits for the runs it started."""
+    shared = sys.modules.get("shared_runs")  # imported only when tests/e2e was collected
+    if shared is None:
+        yield
+        return
+    runs = shared.session(tmp_path_factory)
+    runs.start(shared.needed(request.session.items))
+    yield
+    runs.join()

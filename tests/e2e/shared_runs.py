@@ -1,0 +1,191 @@
+"""Slow runs shared by the e2e tests, started at the session's start and run in the background.
+
+Most of the e2e suite's time is spent waiting on tools (`make evals`, Promptfoo, DeepEval), each using a
+fraction of a core. A function decorated with `@shared_run("stream")` becomes a session fixture of that
+name whose value is what the function returned. When a worker runs its first test (tests/conftest.py),
+every shared run that the session's selected tests need starts, one thread per stream, so the runs overlap
+with each other and with the unit tests; the tests that use them are collected last (conftest.py).
+
+Runs of one stream run one after the other, in the order they were declared: one stream holds the runs
+that must not overlap (two red teams of the reference agent in one checkout write the same generated file).
+
+With xdist, each stream runs once, in the worker that claims it first (a file created exclusively in a
+folder of this test run); the other workers read its results from that folder.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIT_LIMIT = 3 * 3600.0  # seconds a test waits for a run that another worker claimed (their timeouts come first)
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    name: str
+    stream: str
+    run: Callable[[Path], Any]  # gets a fresh folder of its own; returns what its tests assert on (picklable)
+
+
+REGISTRY: dict[str, SharedRun] = {}
+
+
+class SharedRunError(Exception):
+    """A shared run raised: its tests fail with its traceback."""
+
+
+def shared_run(stream: str) -> Callable[[Callable[[Path], Any]], Any]:
+    """`run(tmp)` as a session fixture named after it, whose value is what `run` returned."""
+
+    def register(run: Callable[[Path], Any]) -> Any:
+        name = run.__name__
+        if name in REGISTRY and REGISTRY[name].run.__module__ != run.__module__:
+            raise ValueError(f"two shared runs named {name!r}: {REGISTRY[name].run.__module__}, {run.__module__}")
+        REGISTRY[name] = SharedRun(name, stream, run)
+
+        @pytest.fixture(scope="session", name=name)
+        def fixture(tmp_path_factory: pytest.TempPathFactory) -> Any:
+            return session(tmp_path_factory).result(name)
+
+        fixture.__doc__ = run.__doc__
+        return fixture
+
+    return register
+
+
+def needed(items: Iterable[pytest.Item]) -> set[str]:
+    """The shared runs that the selected, not skipped tests use."""
+    return {name for item in items if not _skipped(item) for name in item.fixturenames if name in REGISTRY}
+
+
+def _skipped(item: pytest.Item) -> bool:
+    if item.get_closest_marker("skip"):
+        return True
+    return any((m.args and m.args[0] is True) or m.kwargs.get("condition") is True for m in item.iter_markers("skipif"))
+
+
+class SharedRuns:
+    """This worker's view of the shared runs: the streams it claimed run in its threads; every result, its
+    own or another worker's, is read from the test run's shared folder."""
+
+    def __init__(self, tmp_factory: pytest.TempPathFactory) -> None:
+        self._tmp = tmp_factory
+        base = tmp_factory.getbasetemp()
+        run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        # Under xdist each worker's base folder is a child of the run's; the run id keeps sessions apart.
+        self.folder = base.parent / f"shared-runs-{run_id}" if run_id else base / "shared-runs"
+        self.folder.mkdir(exist_ok=True)
+        self._threads: list[threading.Thread] = []
+        self._started: set[str] = set()
+
+    def start(self, names: Iterable[str]) -> None:
+        wanted = set(names) - self._started
+        self._started |= wanted
+        streams: dict[str, list[SharedRun]] = {}
+        for run in REGISTRY.values():  # declaration order
+            if run.name in wanted:
+                streams.setdefault(run.stream, []).append(run)
+        for stream, runs in streams.items():
+            if not self._claim(stream, [run.name for run in runs]):
+                continue  # another worker runs it
+            work = [(run, self._tmp.mktemp(run.name)) for run in runs]
+            thread = threading.Thread(target=self._run_all, args=(work,), name=f"shared-{stream}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _claim(self, stream: str, names: list[str]) -> bool:
+        """Whether this worker runs the stream: the first to create its claim (its pid, then the runs)."""
+        try:
+            fd = os.open(self.folder / f"{stream}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join([str(os.getpid()), *names]) + "\n")
+        return True
+
+    def _run_all(self, work: list[tuple[SharedRun, Path]]) -> None:
+        for run, tmp in work:
+            try:
+                outcome: tuple[bool, Any] = (True, run.run(tmp))
+            except BaseException:  # the tests that use it fail with this traceback, as a fixture's would
+                outcome = (False, traceback.format_exc())
+            part = self.folder / f"{run.name}.part"
+            part.write_bytes(pickle.dumps(outcome))
+            part.rename(self.folder / f"{run.name}.done")
+
+    def result(self, name: str) -> Any:
+        self.start([name])  # a run that the session's selection did not announce
+        done, claim = self.folder / f"{name}.done", self.folder / f"{REGISTRY[name].stream}.claim"
+        deadline = time.monotonic() + WAIT_LIMIT
+        while not done.exists():
+            owner, *planned = (claim.read_text() if claim.exists() else "").splitlines() or [""]
+            if owner.isdigit() and not _alive(int(owner)):
+                raise SharedRunError(f"shared run {name}: worker {owner}, which ran it, died")
+            if owner and planned and name not in planned:
+                raise SharedRunError(f"shared run {name}: worker {owner} claimed its stream for {planned} only")
+            if time.monotonic() > deadline:
+                raise SharedRunError(f"shared run {name}: no result after {WAIT_LIMIT:.0f} s")
+            time.sleep(0.5)
+        ok, value = pickle.loads(done.read_bytes())
+        if not ok:
+            raise SharedRunError(f"shared run {name} failed:\n{value}")
+        return value
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_session: SharedRuns | None = None
+
+
+def session(tmp_factory: pytest.TempPathFactory) -> SharedRuns:
+    global _session
+    if _session is None:
+        _session = SharedRuns(tmp_factory)
+    return _session
+
+
+def copy_repo(dest: Path) -> None:
+    """The checkout's tracked files in `dest`, sharing its installed .venv and node_modules."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in files.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)  # keeps mtimes, so make sees its stamps up to date
+    for installed in (".venv", "node_modules"):
+        if (ROOT / installed).exists():
+            (dest / installed).symlink_to(ROOT / installed)
+    # The installs are the checkout's, linked: `make` in the copy must never redo them from the copy (a
+    # `pip install -e` there would point the shared venv at a folder the test deletes). A manifest newer
+    # than its stamp (edited since the last install) is dated back to the stamp in the copy.
+    for stamp, manifests in ((".venv/.installed", ["pyproject.toml"]),
+                             ("node_modules/.installed", ["package.json", "package-lock.json", ".npmrc"])):  # fmt: skip
+        if (ROOT / stamp).exists():
+            at = (ROOT / stamp).stat().st_mtime
+            for name in manifests:
+                if (dest / name).exists() and (dest / name).stat().st_mtime > at:
+                    os.utime(dest / name, (at, at))
