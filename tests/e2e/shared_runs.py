@@ -88,6 +88,9 @@ class SharedRuns:
         # Under xdist each worker's base folder is a child of the run's; the run id keeps sessions apart.
         self.folder = base.parent / f"shared-runs-{run_id}" if run_id else base / "shared-runs"
         self.folder.mkdir(exist_ok=True)
+        # The environment as the session started: the runs read this copy, never os.environ, which the unit
+        # tests running meanwhile in this process change (monkeypatch) and which is unsafe to iterate then.
+        self.environ = dict(os.environ)
         self._threads: list[threading.Thread] = []
         self._started: set[str] = set()
 
@@ -160,6 +163,11 @@ def _alive(pid: int) -> bool:
 
 
 _session: SharedRuns | None = None
+
+
+def environ() -> dict[str, str]:
+    """The environment a shared run starts its commands from (a copy: change it freely)."""
+    return dict(_session.environ) if _session is not None else dict(os.environ)
 
 
 def session(tmp_factory: pytest.TempPathFactory) -> SharedRuns:

@@ -7,14 +7,13 @@ eval and the red team - on the check that catches it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from shared_runs import shared_run
+from shared_runs import environ, shared_run
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
@@ -90,7 +89,7 @@ def byo(tmp):
     (cases / "weather.yaml").write_text(CASES)
     (cases / "tools.json").write_text(TOOLS)
     (tmp / "own-invariants.yaml").write_text(INVARIANTS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PYTEST"))}
+    env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "PYTEST"))}
     env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp), PYTHONPATH=str(tmp))
     env.update(KIT_AGENT_MODEL=MODEL, KIT_INVARIANTS=str(tmp / "own-invariants.yaml"))
 

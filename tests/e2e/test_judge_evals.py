@@ -7,7 +7,6 @@ redteam/grader.cjs)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -19,7 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from shared_runs import copy_repo, shared_run
+from shared_runs import copy_repo, environ, shared_run
 
 from kit.doubles.judge import HTTP500_MESSAGE, MODEL
 
@@ -37,7 +36,7 @@ def _evals(
     make = ["make", "--no-print-directory", "evals", f"EVALS_OUT={tmp / 'out'}"]
     make += [f"CASES={cases}"] if cases else []
     double = [sys.executable, "-m", "kit.doubles.judge", mode, "--calls", str(tmp / "calls.jsonl"), "--", *make]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "VIRTUAL_ENV"))}
+    env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "VIRTUAL_ENV"))}
     env["KIT_STORE"] = str(store)
     script = f"ip link set lo up && exec {shlex.join(double)}"
     proc = subprocess.run(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from shared_runs import shared_run
+from shared_runs import environ, shared_run
 
 from kit.pipeline import Stage, Step, evaluate, kit_stage
 from kit.settings import load_settings
@@ -59,7 +58,7 @@ def test_junit_names_the_failing_check(faulty):
 @shared_run("pipeline")
 def user_agent_evals(tmp):
     """The whole `make evals` with a user's agent, as a user runs it: make, then read the store."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIT_")}
+    env = {k: v for k, v in environ().items() if not k.startswith("KIT_")}
     env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp))
     proc = subprocess.run(
         ["make", "--no-print-directory", "evals", f"AGENT={USER_AGENT}", f"EVALS_OUT={tmp / 'out'}"],

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from shared_runs import copy_repo, shared_run
+from shared_runs import copy_repo, environ, shared_run
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -73,7 +73,7 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     repo = tmp_path / "repo"
     repo.mkdir()
     copy_repo(repo)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PYTEST", "VARIANT"))}
+    env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "PYTEST", "VARIANT"))}
     failures = []
     ran = 0
     for cmd, want in readme_commands():

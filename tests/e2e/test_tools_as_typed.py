@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from shared_runs import shared_run
+from shared_runs import environ, shared_run
 
 from kit.store import open_store
 
@@ -42,9 +42,10 @@ pytestmark = pytest.mark.skipif(_can_isolate() is not None, reason=str(_can_isol
 
 def user_env(store: Path) -> dict[str, str]:
     """A user's shell: the venv not activated (no .venv/bin on PATH), no kit or tool variables set."""
-    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != VENV_BIN.resolve()]
+    base = environ()
+    path = [p for p in base.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != VENV_BIN.resolve()]
     drop = ("KIT_", "PROMPTFOO_", "DEEPEVAL_", "CONFIDENT_", "VIRTUAL_ENV", "PYTHONPATH", "HTTP_PROXY", "HTTPS_PROXY")
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(drop) and k.upper() != "NO_PROXY"}
+    env = {k: v for k, v in base.items() if not k.upper().startswith(drop) and k.upper() != "NO_PROXY"}
     env["PATH"] = os.pathsep.join(path)
     env["KIT_STORE"] = str(store)
     return env
