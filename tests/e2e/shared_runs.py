@@ -178,18 +178,20 @@ def session(tmp_factory: pytest.TempPathFactory) -> SharedRuns:
 
 
 def copy_repo(dest: Path) -> None:
-    """The checkout's tracked files in `dest`, sharing its installed .venv and node_modules."""
+    """The checkout's tracked files in `dest`, with the checkout's installed packages: node_modules linked,
+    and a .venv of links to the checkout's whose editable install points at the copy, so that the copy's
+    commands run the copy's code (Promptfoo configs generated there name the copy's files)."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     for name in files.decode().split("\0"):
         if name and (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)  # keeps mtimes, so make sees its stamps up to date
-    for installed in (".venv", "node_modules"):
-        if (ROOT / installed).exists():
-            (dest / installed).symlink_to(ROOT / installed)
-    # The installs are the checkout's, linked: `make` in the copy must never redo them from the copy (a
-    # `pip install -e` there would point the shared venv at a folder the test deletes). A manifest newer
-    # than its stamp (edited since the last install) is dated back to the stamp in the copy.
+    if (ROOT / "node_modules").exists():
+        (dest / "node_modules").symlink_to(ROOT / "node_modules")
+    if (ROOT / ".venv").exists():
+        _overlay_venv(ROOT / ".venv", dest / ".venv", dest)
+    # `make` in the copy must never redo the installs from the copy: a manifest newer than its stamp (edited
+    # since the last install) is dated back to the stamp in the copy.
     for stamp, manifests in ((".venv/.installed", ["pyproject.toml"]),
                              ("node_modules/.installed", ["package.json", "package-lock.json", ".npmrc"])):  # fmt: skip
         if (ROOT / stamp).exists():
@@ -197,3 +199,44 @@ def copy_repo(dest: Path) -> None:
             for name in manifests:
                 if (dest / name).exists() and (dest / name).stat().st_mtime > at:
                     os.utime(dest / name, (at, at))
+
+
+def _overlay_venv(venv: Path, into: Path, project: Path) -> None:
+    """A venv in `into` made of links to `venv`'s files, except what names the checkout: the console
+    scripts' interpreter line and the editable install's map of packages to folders, which name `into` and
+    `project` instead. Nothing written in it reaches the checkout's venv (no folder of it is linked whole
+    where Python writes: site-packages and its __pycache__ are folders of their own)."""
+    old, new = str(ROOT), str(project)
+    into.mkdir()
+    for entry in venv.iterdir():
+        if entry.name in ("bin", "lib"):
+            continue
+        (into / entry.name).symlink_to(os.readlink(entry) if entry.is_symlink() else entry)
+    if (venv / ".installed").exists():  # the stamp `make` checks, as old as the checkout's
+        (into / ".installed").unlink()
+        shutil.copy2(venv / ".installed", into / ".installed")
+    (into / "bin").mkdir()
+    for script in (venv / "bin").iterdir():
+        target = into / "bin" / script.name
+        head = b"" if script.is_symlink() or not script.is_file() else script.open("rb").read(2 + len(old))
+        if script.is_symlink():
+            target.symlink_to(os.readlink(script))  # python -> python3 -> the base interpreter
+        elif head == b"#!" + old.encode():
+            target.write_text(script.read_text().replace(f"#!{venv}/bin/", f"#!{into}/bin/", 1))
+            shutil.copymode(script, target)
+        else:
+            target.symlink_to(script)
+    for lib in (venv / "lib").iterdir():  # lib/python3.X
+        site = lib / "site-packages"
+        (into / "lib" / lib.name / "site-packages").mkdir(parents=True)
+        for entry in lib.iterdir():
+            if entry.name != "site-packages":
+                (into / "lib" / lib.name / entry.name).symlink_to(entry)
+        for entry in site.iterdir():
+            target = into / "lib" / lib.name / "site-packages" / entry.name
+            if entry.name == "__pycache__":
+                target.mkdir()
+            elif entry.name.startswith("__editable__") and entry.suffix == ".py":
+                target.write_text(entry.read_text().replace(f"'{old}/", f"'{new}/").replace(f"'{old}'", f"'{new}'"))
+            else:
+                target.symlink_to(entry)
