@@ -81,12 +81,20 @@ class SharedRuns:
     """This worker's view of the shared runs: the streams it claimed run in its threads; every result, its
     own or another worker's, is read from the test run's shared folder."""
 
-    def __init__(self, tmp_factory: pytest.TempPathFactory) -> None:
+    def __init__(
+        self,
+        tmp_factory: pytest.TempPathFactory,
+        folder: Path | None = None,
+        registry: dict[str, SharedRun] = REGISTRY,
+    ) -> None:
         self._tmp = tmp_factory
-        base = tmp_factory.getbasetemp()
-        run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-        # Under xdist each worker's base folder is a child of the run's; the run id keeps sessions apart.
-        self.folder = base.parent / f"shared-runs-{run_id}" if run_id else base / "shared-runs"
+        self._registry = registry
+        if folder is None:
+            base = tmp_factory.getbasetemp()
+            run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+            # Under xdist each worker's base folder is a child of the run's; the run id keeps sessions apart.
+            folder = base.parent / f"shared-runs-{run_id}" if run_id else base / "shared-runs"
+        self.folder = folder
         self.folder.mkdir(exist_ok=True)
         # The environment as the session started: the runs read this copy, never os.environ, which the unit
         # tests running meanwhile in this process change (monkeypatch) and which is unsafe to iterate then.
@@ -98,7 +106,7 @@ class SharedRuns:
         wanted = set(names) - self._started
         self._started |= wanted
         streams: dict[str, list[SharedRun]] = {}
-        for run in REGISTRY.values():  # declaration order
+        for run in self._registry.values():  # declaration order
             if run.name in wanted:
                 streams.setdefault(run.stream, []).append(run)
         for stream, runs in streams.items():
@@ -131,7 +139,7 @@ class SharedRuns:
 
     def result(self, name: str) -> Any:
         self.start([name])  # a run that the session's selection did not announce
-        done, claim = self.folder / f"{name}.done", self.folder / f"{REGISTRY[name].stream}.claim"
+        done, claim = self.folder / f"{name}.done", self.folder / f"{self._registry[name].stream}.claim"
         deadline = time.monotonic() + WAIT_LIMIT
         while not done.exists():
             owner, *planned = (claim.read_text() if claim.exists() else "").splitlines() or [""]
