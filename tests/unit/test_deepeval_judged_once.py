@@ -12,7 +12,7 @@ from kit.plan import make_plan
 from kit.trace import parse_trace
 
 
-def _measure_all(case, log):  # noqa: ANN001, ANN202 - a test helper
+def _measure_all(case, log):
     test_case = kit_test_case(log.trace, case)
     metrics = oracle_metrics(case, log)
     for m in metrics:

@@ -18,11 +18,11 @@ from deepeval_metrics import rubric_metric
 from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.oracle import oracle_metrics
 from deepeval_metrics.rubric_metric import RubricMetric
-from kit.rubrics import Rubric
 from deepeval_metrics.testcase import kit_test_case
 from kit.case import parse_case
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import JudgeConfig, judge_config
+from kit.rubrics import Rubric
 
 STEPS = ["Read the reply.", "Check it is polite."]
 RUBRIC = Rubric(name="polite", evaluation_steps=STEPS, threshold=0.7)

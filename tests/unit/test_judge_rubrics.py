@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from deepeval_metrics.offline import quiet_offline
-from kit.rubrics import load_rubrics
-from kit.report.gate import SoftFloor as FloorResult
 from kit.case import parse_case
 from kit.errors import KitInputError
+from kit.report.gate import SoftFloor as FloorResult
+from kit.rubrics import load_rubrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

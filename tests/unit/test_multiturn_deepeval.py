@@ -20,11 +20,11 @@ from deepeval.test_case import ConversationalTestCase
 from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.conversation_rubric import ConversationalRubricMetric, conversation_rubric_metrics
 from deepeval_metrics.oracle import oracle_metrics
-from kit.rubrics import Rubric, RubricSet
 from deepeval_metrics.testcase import kit_test_case, trace_of
 from kit.case import load_suite
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import JudgeConfig, judge_config
+from kit.rubrics import Rubric, RubricSet
 from kit.runner import invoke
 from kit.runner.agents import reference_agent
 
