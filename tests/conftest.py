@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
 import pytest
+
+# DeepEval reads the project's .env into os.environ when it is first imported: in a test worker that would
+# hand later tests Promptfoo's dead proxy (and a pip install in a test would find no package index).
+os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)

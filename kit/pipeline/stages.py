@@ -276,7 +276,11 @@ def redteam_stage(plan: Plan, work: Path) -> Stage:
         kit_step("ingest", ["promptfoo", out_json, "--store", str(settings.store)]),
         Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", out_json)),
     ]
-    return Stage("redteam", note, tuple(steps), writes, together=True, timeout=settings.stage_timeout)
+    # Exit 1 is the verdict's: attacks succeeded (or errored) on an agent that must resist them all; a red team
+    # that never ran leaves its run out of the store, which fails the stage all the same.
+    return Stage(
+        "redteam", note, tuple(steps), writes, together=True, judged=frozenset({1}), timeout=settings.stage_timeout
+    )
 
 
 def promptfoo_state_stage(plan: Plan) -> Stage | None:

@@ -14,6 +14,7 @@ import pytest
 from shared_runs import environ, shared_run
 
 from kit.pipeline import Stage, Step, evaluate, kit_stage
+from kit.plan import make_plan
 from kit.settings import load_settings
 from kit.store import open_store
 from kit.store import queries as q
@@ -94,18 +95,26 @@ def test_make_evals_runs_the_users_agent_in_the_kit_stage(user_agent_evals):
     assert f"the kit's runner on {USER_AGENT}" in summary
 
 
-def test_the_stages_run_the_tools_never_make_or_the_kit_cli(tmp_path):
-    settings = load_settings({"agent": USER_AGENT}, root=tmp_path, env={})
+def test_the_stages_run_the_tools_never_make_or_the_kit_cli(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    plan = make_plan(load_settings({"agent": USER_AGENT}, root=tmp_path, env={}))
     from kit.pipeline import stages
 
-    chosen = stages(settings)
-    assert [s.name for s in chosen] == ["lint", "kit", "deepeval", "promptfoo", "redteam"]
+    chosen = stages(plan, out=tmp_path / "out")
+    assert [s.name for s in chosen if s.name != "promptfoo-state"] == [
+        "lint",
+        "kit",
+        "deepeval",
+        "promptfoo",
+        "redteam",
+    ]
     for stage in chosen:
         for step in stage.steps:
             assert "make" not in step.argv and "kit.cli" not in step.argv, step
             assert (step.call is None) != (not step.argv), step  # a function or a command, never both
     kit = next(s for s in chosen if s.name == "kit")
-    assert kit.steps[0].call is not None and f"--agent {USER_AGENT}" in kit.steps[0].label
+    # The runner is called with the plan, not with argv.
+    assert kit.steps[0].call is not None and not kit.steps[0].argv and USER_AGENT in kit.steps[0].label
 
 
 def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monkeypatch):
@@ -114,13 +123,19 @@ def test_a_broken_stage_is_reported_and_does_not_hide_the_others(tmp_path, monke
     settings = load_settings(
         {"agent": USER_AGENT, "cases": ROOT / "examples" / "cases.yaml", "store": tmp_path / "evals.duckdb"}, env={}
     )
+    plan = make_plan(settings)
     broken = Stage(
-        "deepeval", "a tool that is not installed", (Step("deepeval", ("/nonexistent/deepeval",)),), "deepeval"
+        "deepeval",
+        "a tool that is not installed",
+        (Step("deepeval", ("/nonexistent/deepeval",)),),
+        (("deepeval", "golden"),),
     )
-    assert evaluate(settings, [kit_stage(settings), broken], tmp_path / "out") == 1
+    runs = tmp_path / "out" / "runs.jsonl"
+    assert evaluate(plan, [kit_stage(plan, runs), broken], tmp_path / "out") == 1
     summary = (tmp_path / "out" / "summary.txt").read_text()
     assert "deepeval   exit 127" in summary
     assert "3/3 case runs passed" in summary  # the runner's results are still there
+    assert len(runs.read_text().splitlines()) == 3  # and saved for the other front ends to judge
     with open_store(tmp_path / "evals.duckdb").connect() as con:
         assert con.execute("SELECT agent FROM runs WHERE source = 'kit'").fetchall() == [(USER_AGENT,)]
 

@@ -14,7 +14,7 @@ from kit_promptfoo.redteam import corpus, generator, hooks, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CASE = {"case_file": "redteam/case.yaml", "case_id": "redteam-attack"}
+CASE = {"case_file": "redteam/case.yaml", "case_id": "redteam-attack", "reference": True}
 
 
 def test_corpus_covers_every_category_with_unique_one_line_attacks() -> None:
@@ -88,8 +88,8 @@ def test_verdict_requires_a_clean_default_and_a_caught_vulnerable_target() -> No
 SMALL = """
 prompts: ["{{{{prompt}}}}"]
 targets:
-  - {{id: "file://{root}/providers/agent_provider.py", label: agent-default, config: {{case_file: redteam/case.yaml, case_id: redteam-attack}}}}
-  - {{id: "file://{root}/providers/agent_provider.py", label: agent-obey-injection, config: {{case_file: redteam/case.yaml, case_id: redteam-attack, variant: obey_injection}}}}
+  - {{id: "file://{root}/providers/agent_provider.py", label: agent-default, config: {{reference: true, case_file: redteam/case.yaml, case_id: redteam-attack}}}}
+  - {{id: "file://{root}/providers/agent_provider.py", label: agent-obey-injection, config: {{reference: true, case_file: redteam/case.yaml, case_id: redteam-attack, variant: obey_injection}}}}
 defaultTest:
   vars: {{case_file: redteam/case.yaml, case_id: redteam-attack}}
   assert: [{{type: python, value: "file://{root}/providers/oracle_assert.py"}}]

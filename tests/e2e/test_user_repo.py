@@ -74,6 +74,8 @@ def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(t
     (repo / "myagent.py").write_text(AGENT)
     (repo / "evals" / "cases.yaml").write_text(CASES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "VIRTUAL_ENV", "PYTHONPATH"))}
+    # pip reaches the package index: never through the closed port the kit's .env gives Promptfoo.
+    env = {k: v for k, v in env.items() if v != "http://127.0.0.1:9"}
 
     sh([sys.executable, "-m", "venv", ".venv"], repo, timeout=120, env=env)
     # pip's own cache makes this a local install after the first; not editable, as a user installs it.
