@@ -112,13 +112,26 @@ def stage_env(plan: Plan, out: Path) -> dict[str, str]:
 
 
 def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path | None = None) -> int:
+    """Run the stages, then summarise and gate what they wrote (see `_evaluate`). Every run this invocation
+    writes carries its evals id (the in-process kit stage reads it from the environment, which is put back
+    afterwards): a report shows these stages and no later ones."""
+    before = os.environ.get(EVALS_ID_ENV)
+    os.environ[EVALS_ID_ENV] = new_run_id("evals")
+    try:
+        return _evaluate(plan, chosen, out, baseline_store=baseline_store)
+    finally:
+        if before is None:
+            os.environ.pop(EVALS_ID_ENV, None)
+        else:
+            os.environ[EVALS_ID_ENV] = before
+
+
+def _evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path | None = None) -> int:
     """Run the stages, then summarise and gate what they wrote. 0 when every gated run passes its gate and
     no stage broke (a crash, a time-out, or a run it should have written missing from the store), else 1."""
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (out / "promptfoo").mkdir(parents=True, exist_ok=True)
-    # Every run this invocation writes carries its id: a report shows these stages and no later ones.
-    os.environ[EVALS_ID_ENV] = new_run_id("evals")
     store = open_store(plan.store)
     if baseline_store and baseline_store.is_file():
         print(f"==> baseline: {import_runs(store, baseline_store)} runs copied from {baseline_store}")
