@@ -42,6 +42,13 @@ class EvalSession:
         return cls(store, run_id, owner=True)
 
     def record(self, log: CaseLog) -> None:
+        """Store the log once (the plugin stores, after each test, every log not stored yet)."""
+        if log.recorded:
+            return
+        log.recorded = True
+        self._record(log)
+
+    def _record(self, log: CaseLog) -> None:
         """The case's hard verdict (case_results + check_results) and every rubric verdict with its judge call."""
         if self.model is None and log.trace is not None:
             self.model = trace_model(log.trace)
