@@ -5,7 +5,7 @@ unchanged), the flaky cases by name, each suite's pass^k with its interval, and 
 can detect at gates.yaml's `baseline.alpha`. A and B: run ids (or prefixes), latest, previous, latest~N, a
 git sha or a model id. Without arguments: previous latest, where latest is the newest run that is not a
 red-team control (right after `make evals`, its kit run) and previous is latest's baseline (the run before
-it of the same source and agent)."""
+it of the same source, kind and agent)."""
 
 from __future__ import annotations
 

@@ -135,7 +135,8 @@ def resolve_run(
             found = baseline_run(con, found)
             if found is None:
                 raise RunNotFound(
-                    "no run 'previous' in the store: latest has no earlier complete run of the same source and agent"
+                    "no run 'previous' in the store: latest has no earlier complete run of the same source, kind "
+                    "and agent"
                 )
         if found is None:
             raise RunNotFound(f"no run {ref!r} in the store" + (f" for source {source!r}" if source else ""))
