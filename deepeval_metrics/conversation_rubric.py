@@ -14,31 +14,15 @@ from typing import Any
 from deepeval.metrics import BaseConversationalMetric, ConversationalGEval
 from deepeval.test_case import MultiTurnParams
 
-from deepeval_metrics.caselog import CaseLog, SoftVerdict
+from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.judge_model import KitJudgeModel
-from deepeval_metrics.rubric_metric import sampled_verdict, settle, skipped_verdict, soft_gate_fields
+from deepeval_metrics.rubric_metric import RubricGate, sampled_verdict, settle, skipped_verdict
 from kit.case import Case
-from kit.judge import NO_JUDGE_REASON, JudgeConfig
-from kit.rubrics import Rubric, RubricSet
+from kit.judge import JudgeConfig
+from kit.rubrics import RubricSet
 
 
-class ConversationalRubricMetric(BaseConversationalMetric):
-    def __init__(
-        self,
-        rubric: Rubric,
-        judge: JudgeConfig | None,
-        log: CaseLog | None = None,
-        skip_reason: str = NO_JUDGE_REASON,
-        async_mode: bool = True,
-        samples: int | None = None,
-    ) -> None:
-        soft_gate_fields(self, rubric, judge, log, skip_reason, async_mode, samples)
-        self.verdict: SoftVerdict | None = None
-
-    @property
-    def __name__(self) -> str:
-        return f"rubric:{self.rubric.name}"
-
+class ConversationalRubricMetric(RubricGate, BaseConversationalMetric):
     def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float | None:
         self.error = None
         if self.judge is None:

@@ -183,7 +183,10 @@ def geval_sample(rubric: Rubric, judge: JudgeConfig, test_case: LLMTestCase) -> 
     return once
 
 
-class RubricMetric(BaseMetric):
+class RubricGate:
+    """What a rubric's soft gate is, single-turn or conversational: its fields (DeepEval rebuilds a metric from
+    these constructor arguments) and its name."""
+
     def __init__(
         self,
         rubric: Rubric,
@@ -200,6 +203,8 @@ class RubricMetric(BaseMetric):
     def __name__(self) -> str:
         return f"rubric:{self.rubric.name}"
 
+
+class RubricMetric(RubricGate, BaseMetric):
     def skip(self) -> None:
         """No judge: `skipped` with the reason, in the metric and in the case's log (never a pass)."""
         settle(self, skipped_verdict(self.rubric, self.skip_reason))
