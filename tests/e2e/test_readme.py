@@ -74,6 +74,7 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     repo.mkdir()
     copy_repo(repo)
     env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "PYTEST", "VARIANT"))}
+    env.pop("DEEPEVAL_DISABLE_DOTENV", None)  # set for the test workers only: a user's shell reads .env
     failures = []
     ran = 0
     for cmd, want in readme_commands():
