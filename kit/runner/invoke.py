@@ -313,13 +313,9 @@ def call(
                 result = call_agent(agent, case, attempt, left, conversation)
                 break
             except BaseException as e:  # an agent's SystemExit is its run's error, not the runner's end
-                wait = backoff(retries, e) if is_rate_limit(e) and retries < RETRIES else None
-                if wait is None or (ends is not None and time.perf_counter() + wait >= ends):
-                    why = _failure(e, timeout)
-                    if is_rate_limit(e) and retries:
-                        why += f" (after {retries} rate-limit retr{'y' if retries == 1 else 'ies'})"
-                    spent = time.perf_counter() - t0
-                    return Called(error=why, agent_s=spent, retries=retries, calls=retries + 1)
+                wait = _retry_or_fail(e, retries, t0, ends, timeout)
+                if isinstance(wait, Called):
+                    return wait
                 time.sleep(wait)  # holding the slot: backing off frees no capacity on a rate-limited account
                 retries += 1
         agent_s = time.perf_counter() - t0
@@ -375,13 +371,9 @@ async def call_async(
             except BaseException as e:  # as in `call`
                 if isinstance(e, TimeoutError) and isinstance(e.__cause__, asyncio.CancelledError):
                     e = AgentTimeout()  # wait_for's own: the deadline, not the agent's TimeoutError
-                wait = backoff(retries, e) if is_rate_limit(e) and retries < RETRIES else None
-                if wait is None or (ends is not None and time.perf_counter() + wait >= ends):
-                    why = _failure(e, timeout)
-                    if is_rate_limit(e) and retries:
-                        why += f" (after {retries} rate-limit retr{'y' if retries == 1 else 'ies'})"
-                    spent = time.perf_counter() - t0
-                    return Called(error=why, agent_s=spent, retries=retries, calls=retries + 1)
+                wait = _retry_or_fail(e, retries, t0, ends, timeout)
+                if isinstance(wait, Called):
+                    return wait
                 await asyncio.sleep(wait)
                 retries += 1
         agent_s = time.perf_counter() - t0
@@ -389,6 +381,20 @@ async def call_async(
         if held is not None and shared is not None:
             shared.release(held)
     return _read(result, agent, case, attempt, run_id, agent_s, retries)
+
+
+def _retry_or_fail(
+    e: BaseException, retries: int, t0: float, ends: float | None, timeout: float | None
+) -> float | Called:
+    """After the agent raised `e`: the seconds to back off before retrying (a rate limit, retries left, time
+    left), else the failed run, saying why (and after how many retries)."""
+    wait = backoff(retries, e) if is_rate_limit(e) and retries < RETRIES else None
+    if wait is not None and (ends is None or time.perf_counter() + wait < ends):
+        return wait
+    why = _failure(e, timeout)
+    if is_rate_limit(e) and retries:
+        why += f" (after {retries} rate-limit retr{'y' if retries == 1 else 'ies'})"
+    return Called(error=why, agent_s=time.perf_counter() - t0, retries=retries, calls=retries + 1)
 
 
 async def _awaited(pending: Any) -> Any:
