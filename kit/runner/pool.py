@@ -208,20 +208,15 @@ def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], An
             conn.send((i, False, _failed(e)))
 
 
-class _Proc:
-    def __init__(self, ctx: Any, jobs: Sequence[Any], work: Callable[[Any], Any]) -> None:
+class _Child:
+    """A forked child process and its end of a pipe: sent job indexes, `None` to stop, killed if need be."""
+
+    def __init__(self, ctx: Any, target: Callable[..., None], *args: Any) -> None:
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, jobs, work, os.getpid()), daemon=True)
+        self.proc = ctx.Process(target=target, args=(child, *args, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
         self.conn: Connection = parent
-        self.job: int | None = None
-        self.deadline = float("inf")
-
-    def give(self, i: int, timeout: float | None) -> None:
-        self.job = i
-        self.deadline = time.monotonic() + timeout + GRACE_S if timeout else float("inf")
-        self.conn.send(i)
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -231,6 +226,18 @@ class _Proc:
         self.proc.kill()
         self.proc.join(1)
         self.conn.close()
+
+
+class _Proc(_Child):
+    def __init__(self, ctx: Any, jobs: Sequence[Any], work: Callable[[Any], Any]) -> None:
+        super().__init__(ctx, _worker_main, jobs, work)
+        self.job: int | None = None
+        self.deadline = float("inf")
+
+    def give(self, i: int, timeout: float | None) -> None:
+        self.job = i
+        self.deadline = time.monotonic() + timeout + GRACE_S if timeout else float("inf")
+        self.conn.send(i)
 
 
 class _ProcessPool(Generic[J, R]):
@@ -502,28 +509,15 @@ def _host_loop(
         loop.remove_reader(conn.fileno())
 
 
-class _Host:
+class _Host(_Child):
     def __init__(self, ctx: Any, jobs: Sequence[Any], call: Call, acall: ACall | None) -> None:
-        parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_host_main, args=(child, jobs, call, acall, os.getpid()), daemon=True)
-        self.proc.start()
-        child.close()
-        self.conn: Connection = parent
+        super().__init__(ctx, _host_main, jobs, call, acall)
         self.calls: dict[int, float] = {}  # job -> deadline (inf until the call starts)
         self.retiring = False  # takes no more calls; replaced once its own have landed
 
     def give(self, i: int) -> None:
         self.calls[i] = float("inf")
         self.conn.send(i)
-
-    def stop(self) -> None:
-        with contextlib.suppress(OSError):
-            self.conn.send(None)
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.join(1)
-        self.conn.close()
 
 
 class _HostPool:
