@@ -16,7 +16,7 @@ from typing import Any
 
 from kit.commands.gate import case_floors
 from kit.errors import KitInputError
-from kit.pipeline.stages import OUT, Stage, StageResult, kit_command, run_stages, stages
+from kit.pipeline.stages import OUT, TIMED_OUT, Stage, StageResult, kit_command, run_stages, stages
 from kit.pipeline.summary import Collected, collect, summary_text
 from kit.plan import Plan, make_plan
 from kit.report import junit
@@ -77,16 +77,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings({"agent": args.agent, "cases": args.cases, "concurrency": args.concurrency})
         plan = make_plan(settings, variant=args.variant)
-        known = {s.name for s in stages(plan, args.shards, args.out)} | {"promptfoo-state"}
+        wanted = (*args.only, "promptfoo-state") if args.only else None
+        replay = wanted is None or "kit" in wanted  # without the kit stage, nothing was run to judge
+        every = stages(plan, args.shards, args.out, replay=replay)
+        known = {s.name for s in every} | {"promptfoo-state"}
         unknown = sorted(set(args.only or ()) - known)
         if unknown:
             raise KitInputError(f"no stage {', '.join(unknown)} (stages: {', '.join(sorted(known))})")
     except KitInputError as e:
         print(f"make evals: {e}", file=sys.stderr)
         return 2
-    wanted = (*args.only, "promptfoo-state") if args.only else None
-    replay = wanted is None or "kit" in wanted  # without the kit stage, nothing was run to judge
-    chosen = [s for s in stages(plan, args.shards, args.out, replay=replay) if wanted is None or s.name in wanted]
+    chosen = [s for s in every if wanted is None or s.name in wanted]
     return evaluate(plan, chosen, args.out, baseline_store=args.baseline_store)
 
 
@@ -231,7 +232,7 @@ def _broken(results: list[StageResult], data: Collected) -> list[tuple[str, str]
     for r in results:
         missing = [f"{src} {kind}" for src, kind in r.stage.writes if (src, kind) not in wrote]
         if r.broke:
-            out.append((r.stage.name, "timed out" if r.code == 124 else f"exit {r.code}"))
+            out.append((r.stage.name, "timed out" if r.code == TIMED_OUT else f"exit {r.code}"))
         elif missing:
             out.append((r.stage.name, f"no {', no '.join(missing)} run reached the store"))
     return out
