@@ -26,7 +26,7 @@ from kit.errors import KitInputError
 from kit.runner.agents import Agent, configured_agent
 from kit.runner.invoke import Invocation, invoke
 from kit.runner.recorded import replay
-from kit.settings import Settings, load_settings, project_root
+from kit.settings import Settings, load_settings
 from kit.store.rows import RunKind
 
 # The reference agent's deterministic policy calls no model: its runs say so instead of a model id.
@@ -172,9 +172,3 @@ def make_plan(
         )
     chosen = configured_agent(settings, variant=variant, policy=policy, replay=replay, record=record)
     return Plan(settings, chosen, kind, Path(cases) if cases is not None else None)
-
-
-def resolve(path: str | Path, settings: Settings | None = None) -> Path:
-    """A path of the project's (relative to its root) as an absolute path."""
-    p = Path(path)
-    return p if p.is_absolute() else project_root(settings) / p

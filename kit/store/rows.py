@@ -18,7 +18,6 @@ Gate = Literal["hard", "soft"]
 # What a run is: the golden suite, a red team, or a control (a deliberately vulnerable target that must
 # fail). Baselines, `latest`/`previous`, comparisons and the summary pair only runs of one kind.
 RunKind = Literal["golden", "redteam", "control"]
-RUN_KINDS: tuple[RunKind, ...] = ("golden", "redteam", "control")
 KEY = ("run_id", "case_id", "attempt")
 METRICS = ("steps", "tokens", "cost_usd", "latency_ms")
 # What the run cost in calls and time, as the runner measured it (kit.runner.invoke.judge puts them in the
