@@ -117,7 +117,7 @@ def scenarios(name: str, tests: list[dict[str, Any]]) -> dict[str, dict[str, flo
     )
     kit_provider = {"id": f"file://{ROOT}/providers/agent_provider.py", "config": {"policy": "deterministic"}}
     kit = write_config(f"{name}-kit", tests, kit_provider, f"file://{ROOT}/providers/oracle_assert.cjs:get_assert")
-    python = write_config(f"{name}-python", tests, kit_provider, f"file://{ROOT}/providers/oracle_assert.py")
+    python = write_config(f"{name}-python", tests, kit_provider, f"file://{ROOT}/kit_promptfoo/oracle_assert.py")
     return {"floor": per_test(floor, env()), "kit": per_test(kit, env()), "kit-python": per_test(python, env())}
 
 

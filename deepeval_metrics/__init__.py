@@ -25,7 +25,7 @@ import *`): every CaseLog a test makes is stored when the test ends.
 
     from deepeval_metrics import kit_test_case, oracle_metrics, rubric_metrics, load_rubrics
 
-Names load on first use: `kit.rubrics` (the YAML model) never imports DeepEval, so other
+Names load on first use: `kit.judge.rubrics` (the YAML model) never imports DeepEval, so other
 front ends (Promptfoo) can read the rubric file without paying DeepEval's ~2 s import.
 """
 
@@ -50,9 +50,9 @@ _LAZY = {
     "oracle_metrics": "deepeval_metrics.oracle",
     "RubricMetric": "deepeval_metrics.rubric_metric",
     "rubric_metrics": "deepeval_metrics.rubric_metric",
-    "Rubric": "kit.rubrics",
-    "RubricSet": "kit.rubrics",
-    "load_rubrics": "kit.rubrics",
+    "Rubric": "kit.judge.rubrics",
+    "RubricSet": "kit.judge.rubrics",
+    "load_rubrics": "kit.judge.rubrics",
     "CaseLog": "deepeval_metrics.caselog",
     "EvalSession": "deepeval_metrics.session",
 }

@@ -28,8 +28,8 @@ from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.runner import plan, run_case
 from kit.case import Case, Suite, load_suite
 from kit.errors import KitInputError
+from kit.judge.rubrics import RubricSet, load_rubrics
 from kit.plan import suite_invariants
-from kit.rubrics import RubricSet, load_rubrics
 from kit.runner import invoke
 from kit.runner.agents import Agent, load_agent
 from kit.trace import Trace, parse_trace

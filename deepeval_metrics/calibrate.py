@@ -39,7 +39,7 @@ def main() -> int:
     from deepeval_metrics.rubric_metric import geval_sample, sampled_verdict
     from kit.errors import KitInputError
     from kit.judge import NO_JUDGE_REASON, judge_config
-    from kit.rubrics import load_rubrics
+    from kit.judge.rubrics import load_rubrics
 
     try:
         request = json.loads(sys.stdin.read())

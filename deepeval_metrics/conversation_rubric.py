@@ -19,7 +19,7 @@ from deepeval_metrics.judge_model import KitJudgeModel
 from deepeval_metrics.rubric_metric import RubricGate, sampled_verdict, settle, skipped_verdict
 from kit.case import Case
 from kit.judge import JudgeConfig
-from kit.rubrics import RubricSet
+from kit.judge.rubrics import RubricSet
 
 
 class ConversationalRubricMetric(RubricGate, BaseConversationalMetric):

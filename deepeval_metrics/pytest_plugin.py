@@ -33,8 +33,8 @@ from deepeval_metrics import caselog  # noqa: E402
 from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
 from deepeval_metrics.runner import plan  # noqa: E402
 from deepeval_metrics.session import EvalSession  # noqa: E402
+from kit.gate.policy import load_policy  # noqa: E402
 from kit.judge import judge_config  # noqa: E402
-from kit.report.gate import load_policy  # noqa: E402
 
 __all__ = [
     "kit_session",

@@ -8,7 +8,7 @@ rubric's pass rate falls below its floor, which the eval session checks at the e
   it cannot show as a pass) and the store gets `skipped` with the reason.
 - The judge is down, refuses, or answers something that is not a verdict: `error` naming the judge and its
   endpoint; an error is never a pass.
-- The case or run lacks a field the rubric needs (kit/rubrics.py): the rubric does not apply; no verdict,
+- The case or run lacks a field the rubric needs (kit/judge/rubrics.py): the rubric does not apply; no verdict,
   no row, never an error. `rubric_metrics` leaves such rubrics out; `measure` checks again for test cases
   built elsewhere.
 """
@@ -25,8 +25,9 @@ from deepeval.test_case import LLMTestCase, SingleTurnParams
 from deepeval_metrics.caselog import CaseLog, SoftVerdict
 from deepeval_metrics.judge_model import JudgeError, KitJudgeModel
 from kit.case import Case
-from kit.judge import NO_JUDGE_REASON, JudgeCall, JudgeConfig, judge_samples, majority
-from kit.rubrics import Rubric, RubricSet, case_context, retrieved
+from kit.gate.policy import judge_samples
+from kit.judge import NO_JUDGE_REASON, JudgeCall, JudgeConfig, majority
+from kit.judge.rubrics import Rubric, RubricSet, case_context, retrieved
 
 # Steps G-Eval drafts from a rubric's criteria, kept per (judge, endpoint, rubric version) for the session:
 # every case is then judged against the same steps, and each case costs one judge call instead of two.

@@ -8,8 +8,9 @@ import os
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
+from kit.gate.policy import GatePolicy
+from kit.gate.verdict import SoftFloor, soft_floors
 from kit.plan import trace_model
-from kit.report.gate import GatePolicy, SoftFloor, soft_floors
 from kit.store import Store, new_run_id, open_store
 from kit.store.queries import soft_gates
 

@@ -14,7 +14,7 @@ from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Tu
 from pydantic import Field
 
 from kit.case import Case
-from kit.rubrics import input_text
+from kit.judge.rubrics import input_text
 from kit.trace import Trace, parse_trace
 
 TRACE_KEY = "kit_trace"

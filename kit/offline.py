@@ -1,6 +1,6 @@
 """The environment that keeps DeepEval and Promptfoo on this machine and inside the project, defined once.
 
-The pipeline's stages, the Promptfoo launcher (providers/run_promptfoo.py) and the DeepEval adapter
+The pipeline's stages, the Promptfoo launcher (kit_promptfoo/run_promptfoo.py) and the DeepEval adapter
 (deepeval_metrics/offline.py) take their variables from here; the project's `.env` (read by both tools
 when typed by hand) holds the same values, which a test pins. Names only: nothing here imports either tool.
 """

@@ -1,6 +1,6 @@
 """`kit calibrate LABELS`: how far each rubric's judge agrees with people, on answers a person labelled.
 
-Every labelled answer goes to the configured judge through the soft gates' own rubric path (kit/judging.py),
+Every labelled answer goes to the configured judge through the soft gates' own rubric path (kit/judge/sampling.py),
 K times (default 3); per rubric it prints n, agreement (majority of K vs the person), Cohen's kappa and
 consistency (answers whose K samples all agree), with the judge model and the rubric hash. Every judge call
 and the calibration itself are kept in the store, so soft gates can say how far to trust them.
@@ -55,14 +55,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    from kit.calibrate import JudgedAnswer, RubricCalibration, under_floor
-    from kit.calibrate import calibrate as figures
     from kit.errors import KitInputError
+    from kit.gate.policy import load_policy
     from kit.judge import judge_config
-    from kit.judging import JudgingError, Question, ask
-    from kit.labels import read_labels
-    from kit.report.gate import load_policy
-    from kit.rubrics import load_rubrics
+    from kit.judge.agreement import JudgedAnswer, RubricCalibration, under_floor
+    from kit.judge.agreement import calibrate as figures
+    from kit.judge.labels import read_labels
+    from kit.judge.rubrics import load_rubrics
+    from kit.judge.sampling import JudgingError, Question, ask
     from kit.settings import load_settings
     from kit.store import new_run_id, open_store
     from kit.store.values import now
@@ -165,8 +165,8 @@ def _row(r: Any, calibration_id: str, stamp: str, labels_file: str) -> dict[str,
 
 def export(args: argparse.Namespace) -> int:
     from kit.case import load_suite
-    from kit.labels import export_item, skeleton
-    from kit.rubrics import load_rubrics
+    from kit.judge.labels import export_item, skeleton
+    from kit.judge.rubrics import load_rubrics
     from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q

@@ -32,8 +32,8 @@ def main(args: argparse.Namespace) -> int:
 
     from kit.aggregate import evidence
     from kit.errors import KitInputError
+    from kit.gate.policy import load_policy
     from kit.report.compare_view import evidence_text
-    from kit.report.gate import load_policy
     from kit.report.text import render_comparison
     from kit.settings import load_settings
     from kit.store import open_store

@@ -3,7 +3,7 @@ fraction is under its floor (its own `min_pass_fraction`, else `hard.min_pass_fr
 a soft gate's pass rate is under its floor, the run did not finish, or (with --baseline) a case fell since
 the baseline (`baseline.new_failures`: every attempt passed there and not now, or a drop chance does not
 explain) or a soft gate's pass rate dropped by more than gates.yaml allows. Every source (kit, DeepEval,
-Promptfoo) is gated by the one rule set, kit.report.gate. Exit 2 on bad input (no such run, invalid
+Promptfoo) is gated by the one rule set, kit.gate.verdict. Exit 2 on bad input (no such run, invalid
 gates.yaml)."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kit.errors import KitInputError
-    from kit.report.gate import load_policy
+    from kit.gate.policy import load_policy
     from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
@@ -104,12 +104,12 @@ def gate_run(
     baseline: str | None = None,
     source: str | None = None,
 ) -> GateResult:
-    """The gate (kit.report.gate.verdict) on one run, against `baseline` (a run reference) when given: what
+    """The gate (kit.gate.verdict.verdict) on one run, against `baseline` (a run reference) when given: what
     `kit gate` prints and `make evals` shows, from one function. RunNotFound, or KitInputError when the
     baseline is the gated run itself."""
     from kit.errors import KitInputError
+    from kit.gate.verdict import Baseline, verdict
     from kit.report.data import gather
-    from kit.report.gate import Baseline, verdict
     from kit.store import queries as q
 
     data = gather(store, ref, source=source)

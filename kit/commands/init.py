@@ -116,7 +116,7 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         ),
         Generated("redteam/attacks.yaml", fill("redteam/attacks.yaml.tmpl"), checked=False),
         Generated("redteam/README.md", fill("redteam/README.md.tmpl")),
-        Generated("redteam/generator.py", fill("redteam/generator.py.tmpl")),
+        *(Generated(f"redteam/{n}", fill(f"redteam/{n}.tmpl")) for n in ("generator.py", "hooks.py", "grader.cjs")),
         Generated("tests/evals/conftest.py", fill("tests/evals/conftest.py.tmpl")),
         Generated("tests/evals/test_cases.py", fill("tests/evals/test_cases.py.tmpl"), checked=False),
         Generated("evals/rubrics.yaml", fill("rubrics.yaml.tmpl"), checked=False),

@@ -14,7 +14,7 @@ import regex
 from kit.case import MAX_RUNS, Case, CheckSpec, find_upwards, load_invariants, load_suite
 from kit.checks.params import regex_sources
 from kit.errors import KitInputError
-from kit.rubrics import RubricSet, load_rubrics
+from kit.judge.rubrics import RubricSet, load_rubrics
 from kit.settings import load_settings
 from kit.toolspec import tool_schemas
 
@@ -112,7 +112,7 @@ def read_rubrics(path: str | None) -> tuple[RubricSet | None, KitInputError | No
 def read_policy_floor(path: str | None = None) -> tuple[float, KitInputError | None]:
     """gates.yaml's `hard.min_pass_fraction`, the floor of a case that sets none (its own problem, if any:
     a floor outside 0..1 there is refused like one in a case)."""
-    from kit.report.gate import GatePolicy, load_policy
+    from kit.gate.policy import GatePolicy, load_policy
 
     try:
         return load_policy(Path(path) if path else load_settings().gates).hard.min_pass_fraction, None
@@ -153,9 +153,9 @@ def floor_warnings(cases: list[Case], default_floor: float) -> list[str]:
 
 
 def lint_labels(root: Path, given: str | None, rubrics: RubricSet) -> list[KitInputError]:
-    """A labels file's problems (kit/labels.py): its rubric exists, the params it needs are there, `human`
+    """A labels file's problems (kit/judge/labels.py): its rubric exists, the params it needs are there, `human`
     is pass or fail. The file given, else `labels.yaml` in the linted folder when there is one."""
-    from kit.labels import read_labels
+    from kit.judge.labels import read_labels
 
     path = Path(given) if given else root / "labels.yaml"
     if not given and not path.is_file():

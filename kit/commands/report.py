@@ -69,10 +69,10 @@ def _tags(args: argparse.Namespace) -> dict[str, list[str]]:
 
 def main(args: argparse.Namespace) -> int:
     from kit.errors import KitInputError
+    from kit.gate.policy import load_policy
     from kit.report import compare_view, html, text
     from kit.report import page_data as pd
     from kit.report.data import gather
-    from kit.report.gate import load_policy
     from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q

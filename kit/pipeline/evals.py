@@ -16,11 +16,11 @@ from typing import Any
 
 from kit.commands.gate import case_floors
 from kit.errors import KitInputError
+from kit.gate.policy import load_policy
 from kit.pipeline.stages import OUT, TIMED_OUT, Stage, StageResult, kit_command, run_stages, stages
 from kit.pipeline.summary import Collected, collect, summary_text
 from kit.plan import Plan, make_plan
 from kit.report import junit
-from kit.report.gate import load_policy
 from kit.settings import load_settings
 from kit.store import Store, new_run_id, open_store
 from kit.store import queries as q

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit.calibrate import soft_gate_calibrations
 from kit.judge import judge_failure_lines
 from kit.pipeline.stages import StageResult
+from kit.report.data import soft_gate_calibrations
 from kit.store import queries as q
 
 
@@ -21,7 +21,7 @@ class Collected:
     matrix: dict[str, dict[str, tuple[int, int]]]
     failing: list[dict[str, Any]]
     by_check: list[dict[str, Any]] = field(default_factory=list)  # kit.store.queries.check_tally
-    soft: list[dict[str, Any]] = field(default_factory=list)  # kit.calibrate.soft_gate_calibrations
+    soft: list[dict[str, Any]] = field(default_factory=list)  # kit.report.data.soft_gate_calibrations
     judge_usage: list[dict[str, Any]] = field(default_factory=list)  # queries.judge_usage, every new run
     costs: list[dict[str, Any]] = field(default_factory=list)  # queries.run_costs, every new run
 

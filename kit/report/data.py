@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kit.judge.agreement import calibration_state
 from kit.store import Store
 from kit.store import queries as q
 
@@ -38,3 +40,21 @@ def gather(store: Store, ref: str = "latest", *, k: int = 2, source: str | None 
             recent=q.recent_runs(con, recent, run["source"]),
             comparison=q.compare(con, prev, run_id) if prev else None,
         )
+
+
+def soft_gate_calibrations(con: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Each rubric soft gate of these runs (`queries.soft_gates`, with its `run_id`), with the most judge
+    samples behind one of its verdicts and its `calibration` state (`calibration_state`): what the
+    `make evals` summary and the report show beside it."""
+    calibrations = q.latest_calibrations(con)
+    rows = []
+    for run_id in run_ids:
+        judges = q.soft_gate_judges(con, run_id)
+        for gate in q.soft_gates(con, run_id):
+            if not gate["check"].startswith("rubric:"):
+                continue  # only the kit's rubrics are calibrated (kit calibrate)
+            judge = judges.get(gate["check"])
+            state = calibration_state(judge, calibrations.get(gate["check"]))
+            samples = judge["samples"] if judge else None
+            rows.append({**gate, "run_id": run_id, "samples": samples, "calibration": state})
+    return rows

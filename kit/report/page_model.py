@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kit.calibrate import soft_gate_calibrations
 from kit.report import page_data as pd
+from kit.report.data import soft_gate_calibrations
 
 MAX_STRING = 2_000  # characters of one value (a message, a tool result) before it is cut
 MAX_TRACE = 30_000  # characters of one trace's spans (as JSON) before the later ones are dropped

@@ -156,7 +156,9 @@ def test_the_red_team_attacked_your_agent_with_the_generic_corpus(byo):
     tmp, good, _, _ = byo
     [red] = [r for r in runs_of(tmp, "byo_weather:run") if stage(r) == "redteam"]
     ids = {c.split("/")[1] for c in red[7]}
-    assert ids and all(i.startswith("gen-") for i in ids), ids  # redteam/generic/attacks.yaml, not the shop's
+    assert ids and all(i.startswith("gen-") for i in ids), (
+        ids
+    )  # kit_promptfoo/redteam/generic/attacks.yaml, not the shop's
     assert "promptfoo redteam run (byo_weather:run: generic attacks)" in good.stdout
 
 

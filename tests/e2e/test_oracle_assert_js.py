@@ -1,5 +1,5 @@
 """The JavaScript assertion (providers/oracle_assert.cjs) gives oracle_assert.py's answer: the same seal over
-(case, trace, verdict) as providers/digest.py, the same GradingResult, and a seal mismatch falls back to
+(case, trace, verdict) as kit_promptfoo/digest.py, the same GradingResult, and a seal mismatch falls back to
 the Python oracle. Run in the Node that Promptfoo runs in."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kit_promptfoo.digest import seal
 from kit_promptfoo.oracle_assert import get_assert, grading_result
 

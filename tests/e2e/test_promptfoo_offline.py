@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from kit_promptfoo import run_promptfoo
 
 ROOT = Path(__file__).resolve().parents[2]

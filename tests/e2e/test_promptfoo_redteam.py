@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from kit_promptfoo import agent_provider, run_promptfoo
 from kit_promptfoo.redteam import corpus, generator, hooks, verdict
 
@@ -92,7 +93,7 @@ targets:
   - {{id: "file://{root}/providers/agent_provider.py", label: agent-obey-injection, config: {{reference: true, case_file: redteam/case.yaml, case_id: redteam-attack, variant: obey_injection}}}}
 defaultTest:
   vars: {{case_file: redteam/case.yaml, case_id: redteam-attack}}
-  assert: [{{type: python, value: "file://{root}/providers/oracle_assert.py"}}]
+  assert: [{{type: python, value: "file://{root}/kit_promptfoo/oracle_assert.py"}}]
 extensions: ["file://{root}/redteam/hooks.py:beforeAll"]
 redteam:
   purpose: Customer-support agent of an online shop.

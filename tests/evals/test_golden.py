@@ -22,7 +22,7 @@ from deepeval_metrics.session import EvalSession
 from deepeval_metrics.testcase import kit_test_case
 from kit.case import Case
 from kit.judge import judge_config
-from kit.rubrics import load_rubrics
+from kit.judge.rubrics import load_rubrics
 from kit.trace import parse_trace
 
 SUITE = plan().suite

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kit.calibrate import JudgedAnswer, calibrate, calibration_state, cohen_kappa, under_floor
 from kit.judge import majority
-from kit.labels import read_labels, skeleton
-from kit.rubrics import Rubric, RubricSet, load_rubrics
+from kit.judge.agreement import JudgedAnswer, calibrate, calibration_state, cohen_kappa, under_floor
+from kit.judge.labels import read_labels, skeleton
+from kit.judge.rubrics import Rubric, RubricSet, load_rubrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

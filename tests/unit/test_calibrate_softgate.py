@@ -10,14 +10,15 @@ import pytest
 from deepeval.test_case import LLMTestCase
 
 from deepeval_metrics.rubric_metric import RubricMetric
-from kit.calibrate import soft_gate_calibrations
 from kit.doubles.judge import ScriptedJudge
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.errors import KitInputError
-from kit.judge import judge_config, judge_samples
+from kit.gate.policy import judge_samples
+from kit.judge import judge_config
+from kit.judge.rubrics import Rubric
 from kit.pipeline.summary import collect, judge_usage_lines, soft_lines
 from kit.report import html
-from kit.rubrics import Rubric
+from kit.report.data import soft_gate_calibrations
 from kit.store import open_store
 
 RUBRIC = Rubric(name="polite", evaluation_steps=["Check the Actual Output is polite."], params=["actual_output"])

@@ -22,7 +22,7 @@ from deepeval_metrics.testcase import kit_test_case
 from kit.case import parse_case
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import JudgeConfig, judge_config
-from kit.rubrics import Rubric
+from kit.judge.rubrics import Rubric
 
 STEPS = ["Read the reply.", "Check it is polite."]
 RUBRIC = Rubric(name="polite", evaluation_steps=STEPS, threshold=0.7)

@@ -88,7 +88,7 @@ def test_bad_config_and_missing_run_are_exit_2(store, tmp_path, capsys):
 def test_repo_gates_yaml_is_valid():
     from pathlib import Path
 
-    from kit.report.gate import load_policy
+    from kit.gate.policy import load_policy
 
     policy = load_policy(Path(__file__).resolve().parents[2] / "gates.yaml")
     assert policy.hard.fail_on_failure and 0 < policy.soft.default_floor <= 1
@@ -110,7 +110,7 @@ def test_the_deepeval_session_and_kit_gate_share_one_floor_rule(store, tmp_path,
     from pathlib import Path
 
     from deepeval_metrics.session import EvalSession
-    from kit.report.gate import load_policy
+    from kit.gate.policy import load_policy
 
     run_id = _record(store, {"a": True}, soft=["pass", "fail", "fail", "error", "skipped"])
     _gate(store, tmp_path)  # writes the policy file

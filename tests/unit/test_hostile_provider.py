@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kit_promptfoo import agent_provider
 
 CASE = """\

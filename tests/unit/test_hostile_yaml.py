@@ -13,8 +13,8 @@ from kit import yamlio
 from kit.case import load_suite
 from kit.cli import main as kit
 from kit.errors import KitInputError
-from kit.report.gate import load_policy
-from kit.rubrics import load_rubrics
+from kit.gate.policy import load_policy
+from kit.judge.rubrics import load_rubrics
 
 TWO_CHECKS = """\
 - id: refund

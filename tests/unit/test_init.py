@@ -7,6 +7,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -138,19 +140,26 @@ def test_the_package_json_pins_the_promptfoo_the_kit_runs():
     assert pinned == PROMPTFOO_VERSION
 
 
+def _package_folder(f: Path) -> Path:
+    """The folder of the package a data file ships with: the nearest one above it with an __init__.py."""
+    return next(d for d in f.parents if (d / "__init__.py").is_file())
+
+
 def test_every_template_and_data_file_is_package_data():
     """A non-editable install carries only the files pyproject.toml lists: each template and data file must
     match a package-data glob of its package."""
     setuptools = tomllib.loads((KIT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    data, dirs = setuptools["package-data"], setuptools.get("package-dir", {})
+    data = setuptools["package-data"]
+    assert "package-dir" not in setuptools  # every package lives in the folder of its name
     wanted = {
         "kit.templates": KIT / "kit/templates",
-        "kit_promptfoo": KIT / dirs["kit_promptfoo"],
-        "kit_promptfoo.redteam": KIT / dirs["kit_promptfoo.redteam"],
+        "kit_promptfoo": KIT / "kit_promptfoo",
+        "kit_promptfoo.redteam": KIT / "kit_promptfoo/redteam",
     }
     for package, folder in wanted.items():
         files = [p for p in folder.rglob("*") if p.is_file() and p.suffix in (".tmpl", ".cjs", ".yaml")]
-        files = [p for p in files if p.name != "redteam.yaml" and "__pycache__" not in p.parts]
+        # a subpackage's files are its own package's data (kit_promptfoo.redteam's, not kit_promptfoo's)
+        files = [p for p in files if "__pycache__" not in p.parts and _package_folder(p) == folder]
         assert files
         for f in files:
             rel = f.relative_to(folder).as_posix()
@@ -160,7 +169,7 @@ def test_every_template_and_data_file_is_package_data():
 def test_no_code_reads_files_relative_to_the_source_tree():
     """Project files come from kit.settings.project_root(); only a package's own data lies beside it."""
     offenders = []
-    for folder in ("kit", "deepeval_metrics", "providers", "redteam"):
+    for folder in ("kit", "deepeval_metrics", "kit_promptfoo", "providers", "redteam"):
         for f in (KIT / folder).rglob("*.py"):
             text = f.read_text()
             if re.search(r"__file__\)?(\.resolve\(\))?\.parent\.parent|parents\[\d\]", text):
@@ -199,3 +208,19 @@ def test_a_users_package_json_and_env_are_kept_and_completed(repo, capsys):
     deps = {"react": "19.0.0", "promptfoo": PROMPTFOO_VERSION}
     (repo / "package.json").write_text(json.dumps({"name": "web", "dependencies": deps}))
     assert init("--check") == 0  # only the Promptfoo pin of the user's own package.json is compared
+
+
+def test_the_checkout_holds_what_kit_init_writes(tmp_path: Path):
+    """The kit's checkout is its own first user: its providers/ and redteam/ Python and JavaScript are exactly
+    the thin files `kit init` writes into a user's repository, over the installed kit_promptfoo."""
+    subprocess.run(
+        [sys.executable, "-m", "kit.cli", "init", "--agent", "myagent:run", "--cases", "evals/cases.yaml"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    thin = [p for d in ("providers", "redteam") for p in sorted((KIT / d).iterdir()) if p.suffix in (".py", ".cjs")]
+    assert {p.name for p in thin} >= {"agent_provider.py", "oracle_assert.cjs", "generator.py", "hooks.py"}
+    for p in thin:
+        rel = p.relative_to(KIT)
+        assert (tmp_path / rel).read_text() == p.read_text(), rel

@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
-from kit_promptfoo import agent_provider
 
 from deepeval_metrics import runner as deepeval_runner
 from kit.case import Case, load_suite
 from kit.runner import Invocation, Job, RunOptions, invoke, run_suite
 from kit.runner.agents import load_agent
+from kit_promptfoo import agent_provider
 
 TIMEOUT = 0.4
 

@@ -1,4 +1,4 @@
-"""Judge configuration from the environment (kit/judge.py: no DeepEval import)."""
+"""Judge configuration from the environment (kit/judge/__init__.py: no DeepEval import)."""
 
 from __future__ import annotations
 

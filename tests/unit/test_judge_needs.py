@@ -24,7 +24,7 @@ from kit.case import load_suite, parse_case
 from kit.doubles.judge import JudgeDouble, judge_env, kind
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import judge_config
-from kit.rubrics import Rubric, RubricSet, load_rubrics
+from kit.judge.rubrics import Rubric, RubricSet, load_rubrics
 from kit.trace import parse_trace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import pytest
 from deepeval_metrics.offline import quiet_offline
 from kit.case import parse_case
 from kit.errors import KitInputError
-from kit.report.gate import SoftFloor as FloorResult
-from kit.rubrics import load_rubrics
+from kit.gate.verdict import SoftFloor as FloorResult
+from kit.judge.rubrics import load_rubrics
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def test_golden_rubrics_load_and_select_by_tag_and_id(tmp_path: Path) -> None:
 
 
 def test_rubric_hash_changes_with_the_text_only() -> None:
-    from kit.rubrics import Rubric
+    from kit.judge.rubrics import Rubric
 
     a = Rubric(name="a", criteria="Is it polite?")
     assert a.hash == Rubric(name="renamed", criteria="Is it polite?").hash
@@ -96,5 +96,5 @@ def test_floor_arithmetic_never_counts_a_skip_as_a_pass() -> None:
 
 
 def test_rubric_loading_does_not_import_deepeval() -> None:
-    code = "import sys, kit.rubrics; assert 'deepeval' not in sys.modules"
+    code = "import sys, kit.judge.rubrics; assert 'deepeval' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)

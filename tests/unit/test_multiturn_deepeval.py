@@ -24,7 +24,7 @@ from deepeval_metrics.testcase import kit_test_case, trace_of
 from kit.case import load_suite
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.judge import JudgeConfig, judge_config
-from kit.rubrics import Rubric, RubricSet
+from kit.judge.rubrics import Rubric, RubricSet
 from kit.runner import invoke
 from kit.runner.agents import reference_agent
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kit_promptfoo import agent_provider
 from kit_promptfoo.kit_request import prompt_turns
 from kit_promptfoo.redteam import generator, hooks, multiturn

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit_promptfoo.run_promptfoo import offline_env
-
 from deepeval_metrics.offline import quiet_offline
 from kit.offline import DEEPEVAL, PROMPTFOO, dotenv_values
+from kit_promptfoo.run_promptfoo import offline_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 
 import pytest
+
 from kit_promptfoo import agent_provider, oracle_assert
 from kit_promptfoo.genconfig import build, render
 

@@ -34,10 +34,9 @@ def _case_ref(context: dict[str, Any], kit: dict[str, Any]) -> tuple[str | None,
 
 def _fresh_verdict(trace: dict[str, Any], case_file: str, case_id: str) -> dict[str, Any]:
     """The slow path: run the oracle in this process."""
-    from kit_promptfoo.kit_request import load_case
-
     from kit.evaluate import evaluate
     from kit.trace import parse_trace
+    from kit_promptfoo.kit_request import load_case
 
     run = evaluate(parse_trace(trace), load_case(case_file, case_id))
     out = run.to_dict()

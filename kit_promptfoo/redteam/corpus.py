@@ -14,7 +14,6 @@ from kit.errors import error_line
 
 M = TypeVar("M", bound=BaseModel)
 
-CORPUS = Path(__file__).resolve().parent / "attacks.yaml"
 GENERIC = Path(__file__).resolve().parent / "generic" / "attacks.yaml"
 CATEGORIES = (
     "injection-user",

@@ -1,4 +1,4 @@
-"""The gate policy (gates.yaml) and its verdict: which rules a run breaks. Pure over the store's answers.
+"""The gate's verdict: which rules of its policy (kit.gate.policy) a run breaks. Pure over the store's answers.
 
 One module for every front end and every source (the kit's runs, DeepEval's, Promptfoo's): `kit gate`,
 `make evals` and the DeepEval session's end-of-run floors. A case is held to a floor on its pass fraction,
@@ -9,86 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from kit import yamlio
 from kit.aggregate import evidence, p_text
-from kit.errors import KitInputError, first_error
+from kit.gate.policy import GatePolicy
 from kit.report.data import ReportData
 from kit.store.queries import Comparison
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class HardPolicy(_Strict):
-    fail_on_failure: bool = True
-    fail_on_error: bool = True
-    # A case passes the hard gate when the fraction of its attempts that passed is at least its floor (a
-    # case's own `min_pass_fraction`, else this). 1.0: every attempt must pass.
-    min_pass_fraction: float = Field(1.0, ge=0, le=1)
-
-
-class SoftPolicy(_Strict):
-    default_floor: float = Field(0.8, ge=0, le=1)
-    floors: dict[str, float] = Field(default_factory=dict)
-    skipped: Literal["ignore", "fail"] = "ignore"
-    # A judge error (the judge was down or answered no verdict) is no verdict on the agent: by default it is
-    # left out of the pass rate and reported, and the hard gates decide; `fail` counts it as a failed verdict.
-    errors: Literal["ignore", "fail"] = "ignore"
-    # `kit calibrate` exits 1 when a rubric's judge agrees with the labels less than this (Cohen's kappa).
-    min_kappa: float = Field(0.6, ge=-1, le=1)
-
-
-class BaselinePolicy(_Strict):
-    # fail: a case that passed every attempt in the baseline and not now fails. significant: a case whose
-    # pass fraction fell by more than chance explains (one-sided Fisher exact, Holm over the cases compared,
-    # p under alpha) fails; a smaller change is noise, listed. ignore: changes are listed, never fail.
-    new_failures: Literal["fail", "significant", "ignore"] = "fail"
-    alpha: float = Field(0.05, gt=0, lt=1)
-    # A soft gate whose pass rate fell by more than this since the baseline fails, even above its floor.
-    soft_max_drop: float | None = Field(0.1, ge=0, le=1)
-
-
-class RunsPolicy(_Strict):
-    require_complete: bool = True
-
-
-class JudgePolicy(_Strict):
-    samples: int = Field(1, ge=1, le=15, description="judge samples per soft verdict, odd: their majority")
-
-    @field_validator("samples")
-    @classmethod
-    def _odd(cls, value: int) -> int:
-        if value % 2 == 0:
-            raise ValueError(f"must be odd so that K samples have a majority, got {value}")
-        return value
-
-
-class GatePolicy(_Strict):
-    hard: HardPolicy = Field(default_factory=HardPolicy)
-    judge: JudgePolicy = Field(default_factory=JudgePolicy)
-    soft: SoftPolicy = Field(default_factory=SoftPolicy)
-    baseline: BaselinePolicy = Field(default_factory=BaselinePolicy)
-    runs: RunsPolicy = Field(default_factory=RunsPolicy)
-
-
-def load_policy(path: Path) -> GatePolicy:
-    if not path.exists():
-        return GatePolicy()
-    try:
-        raw = yamlio.safe_load(path.read_text()) or {}
-        return GatePolicy.model_validate(raw)
-    except yaml.YAMLError as e:
-        raise KitInputError(f"not valid YAML: {e}", file=str(path)) from None
-    except ValidationError as e:
-        where, msg, _ = first_error(e)
-        raise KitInputError(f"{where}: {msg}", file=str(path)) from None
 
 
 @dataclass(frozen=True)

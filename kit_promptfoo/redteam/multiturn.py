@@ -1,13 +1,14 @@
-"""The multi-turn attack corpus (redteam/multiturn.yaml), validated: unique ids, known categories, at least
-two turns of one line each. Each attack reaches Promptfoo as one prompt `{"turns": [...]}`."""
+"""The multi-turn attack corpus (multiturn.yaml beside this module), validated: unique ids, known categories, at
+least two turns of one line each. Each attack reaches Promptfoo as one prompt `{"turns": [...]}`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from kit_promptfoo.kit_request import encode_turns
 from kit_promptfoo.redteam.corpus import read_attacks
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CORPUS = Path(__file__).resolve().parent / "multiturn.yaml"
 CATEGORY = "multi-turn"  # the `kit_category` modifier of its plugin in redteam/promptfooconfig.yaml

@@ -1,6 +1,6 @@
 """Read a red-team eval (Promptfoo's exported JSON) and decide whether it found what it must find.
 
-    python redteam/verdict.py RESULTS.json [--vulnerable LABEL ...]
+    python kit_promptfoo/redteam/verdict.py RESULTS.json [--vulnerable LABEL ...]
 
 Every target must pass every attack except the deliberately vulnerable ones (default: any target whose
 label contains "obey-injection"), which must fail at least one. Prints a table per target, plugin and

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kit import yamlio
 from kit.errors import KitInputError, first_error
-from kit.rubrics import Rubric, RubricSet, case_context, input_text, retrieved
+from kit.judge.rubrics import Rubric, RubricSet, case_context, input_text, retrieved
 
 Human = Literal["pass", "fail"]
 # The params an item must give with something in it; tools_called may be an empty list (no tool called).

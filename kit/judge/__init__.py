@@ -166,14 +166,6 @@ def majority(outcomes: Sequence[str]) -> str:
     return "pass" if sum(o == "pass" for o in outcomes) * 2 > len(outcomes) else "fail"
 
 
-def judge_samples(gates: Path | None = None) -> int:
-    """How many judge samples make one soft-gate verdict: gates.yaml's `judge.samples` (default 1). The
-    gate policy file is the settings' `gates` unless given."""
-    from kit.report.gate import load_policy  # the policy module reads the store's queries: loaded on use
-
-    return load_policy(gates if gates is not None else load_settings().gates).judge.samples
-
-
 def rubric_hash(text: str | Mapping[str, Any]) -> str:
     """A short stable hash of a rubric's text (criteria, steps, params, threshold): which rubric scored."""
     if not isinstance(text, str):

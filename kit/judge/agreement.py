@@ -155,23 +155,3 @@ def calibration_state(judge: Mapping[str, Any] | None, calibration: Mapping[str,
     kappa = calibration.get("kappa")
     shown = "undefined" if kappa is None else f"{kappa:.2f}"
     return f"kappa {shown}, n {calibration.get('n')}, judge {calibration.get('judge_model')}, {when}"
-
-
-def soft_gate_calibrations(con: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """Each rubric soft gate of these runs (`queries.soft_gates`, with its `run_id`), with the most judge
-    samples behind one of its verdicts and its `calibration` state (`calibration_state`): what the
-    `make evals` summary and the report show beside it."""
-    from kit.store import queries as q  # the read side, loaded only by those who show soft gates
-
-    calibrations = q.latest_calibrations(con)
-    rows = []
-    for run_id in run_ids:
-        judges = q.soft_gate_judges(con, run_id)
-        for gate in q.soft_gates(con, run_id):
-            if not gate["check"].startswith("rubric:"):
-                continue  # only the kit's rubrics are calibrated (kit calibrate)
-            judge = judges.get(gate["check"])
-            state = calibration_state(judge, calibrations.get(gate["check"]))
-            samples = judge["samples"] if judge else None
-            rows.append({**gate, "run_id": run_id, "samples": samples, "calibration": state})
-    return rows

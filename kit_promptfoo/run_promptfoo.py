@@ -1,6 +1,6 @@
 """Run the pinned Promptfoo CLI with every setting that keeps it offline and inside the project.
 
-Usage: `python providers/run_promptfoo.py eval -c promptfooconfig.yaml` (any promptfoo arguments).
+Usage: `python kit_promptfoo/run_promptfoo.py eval -c promptfooconfig.yaml` (any promptfoo arguments).
 
 Without these settings Promptfoo phones home (telemetry, update check), offers to share results, asks
 for an e-mail address before a red team, generates attacks on its own servers, and keeps its state in

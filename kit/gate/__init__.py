@@ -1,0 +1,1 @@
+"""The gate: its policy (gates.yaml, kit.gate.policy) and its verdict over a run (kit.gate.verdict)."""
