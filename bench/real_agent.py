@@ -32,7 +32,7 @@ def timed(kind: str, latency: float, concurrency: int, calls: int, folder: Path)
     """(wall s, calls counted, peak in flight, error runs) of one suite of `calls` runs."""
     from kit.case import load_suite
     from kit.doubles import slow_agent
-    from kit.runner import RunOptions, plan, run_suite
+    from kit.runner import RunOptions, jobs_for, run_suite
     from kit.runner.agents import load_agent
 
     counts = Path(tempfile.mkdtemp(dir=folder))
@@ -40,7 +40,7 @@ def timed(kind: str, latency: float, concurrency: int, calls: int, folder: Path)
     os.environ["SLOW_AGENT_LATENCY"] = str(latency)
     cases = folder / "cases.yaml"
     cases.write_text(f'id: echo\ninput: "hi"\nruns: {calls}\nchecks: [{{type: contains, text: echo}}]\n')
-    jobs = plan(load_suite(cases).cases)
+    jobs = jobs_for(load_suite(cases).cases)
     agent = load_agent(f"kit.doubles.slow_agent:{kind}_agent")
     t0 = time.perf_counter()
     outs = run_suite(jobs, agent, RunOptions(mode="process", concurrency=concurrency, timeout=60))

@@ -39,13 +39,13 @@ def one(mode: str, cases_path: str, runs: int, tapes: str, store_path: str) -> d
     """Time one configuration in this (fresh) interpreter."""
     t0 = time.perf_counter()
     from kit.case import load_suite
-    from kit.runner import RunOptions, plan, run_suite
+    from kit.runner import RunOptions, jobs_for, run_suite
     from kit.runner.agents import reference_agent
     from kit.runner.pool import default_workers
     from kit.store import open_store
 
     suite = load_suite(cases_path)
-    jobs = plan(suite.cases, runs)
+    jobs = jobs_for(suite.cases, runs)
     agent = reference_agent(replay=tapes)
     t_load = time.perf_counter() - t0
 
@@ -92,11 +92,11 @@ def one(mode: str, cases_path: str, runs: int, tapes: str, store_path: str) -> d
 
 def record(cases: str, tapes: str) -> None:
     from kit.case import load_suite
-    from kit.runner import RunOptions, plan, run_suite
+    from kit.runner import RunOptions, jobs_for, run_suite
     from kit.runner.agents import reference_agent
 
     suite = load_suite(cases)
-    run_suite(plan(suite.cases, 1), reference_agent(record=tapes), RunOptions(runs=1, workers=2))
+    run_suite(jobs_for(suite.cases, 1), reference_agent(record=tapes), RunOptions(runs=1, workers=2))
 
 
 def main() -> int:

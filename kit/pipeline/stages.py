@@ -121,7 +121,7 @@ def _tool(name: str) -> str:
 def kit_stage(plan: Plan, runs_file: Path, shards: Path | None = None) -> Stage:
     """The kit's runner on the plan's agent (or variant of the reference agent), saving every run for the
     other front ends to judge; or the merge of CI shards, whose runs are saved the same way."""
-    from kit.commands.run import RunRequest, run_plan
+    from kit.runner.store_writer import RunRequest, run_plan
 
     if shards is not None and shards.is_dir() and any(shards.iterdir()):
         parts = sorted(str(p) for p in shards.iterdir())
@@ -159,8 +159,8 @@ def kit_stage(plan: Plan, runs_file: Path, shards: Path | None = None) -> Stage:
 def merge_shards(plan: Plan, parts: list[str], runs_file: Path) -> int:
     """`kit run --merge` of the CI matrix's shard files into the plan's store, then their runs saved for
     DeepEval and the Promptfoo eval to judge (the agent ran in the shards; nothing here calls it)."""
-    from kit.commands.run import RunRequest, run_merge
     from kit.runner.recorded import write_rows
+    from kit.runner.store_writer import RunRequest, run_merge
     from kit.store import open_store
     from kit.store import queries as q
 

@@ -5,8 +5,8 @@ from kit.runner.invoke import AgentTimeout, Invocation, deadline, invoke
 from kit.runner.suite import (
     Job,
     RunOptions,
+    jobs_for,
     parse_shard,
-    plan,
     run_suite,
     shard_cases,
 )
@@ -18,8 +18,8 @@ __all__ = [
     "RunOptions",
     "deadline",
     "invoke",
+    "jobs_for",
     "parse_shard",
-    "plan",
     "run_suite",
     "shard_cases",
 ]

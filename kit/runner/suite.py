@@ -1,7 +1,7 @@
 """The kit's runner: every case N times on a fresh agent, in parallel, each run evaluated by the oracle.
 
-    from kit.runner import RunOptions, run_suite, plan
-    outcomes = run_suite(cases, agent, RunOptions(runs=5), run_id="...")
+    from kit.runner import RunOptions, jobs_for, run_suite
+    outcomes = run_suite(jobs_for(cases), agent, RunOptions(runs=5), run_id="...")
 
 A run whose agent raises, overruns its timeout or returns a malformed trace becomes an error run
 (`kit.evaluate.error_run`) carrying the cause; the other runs go on. Shards (`--shard i/n`) split the
@@ -77,7 +77,7 @@ def shard_cases(cases: Sequence[Case], i: int, n: int, runs: int | None = None) 
     return [c for c in cases if owner[c.id] == i - 1]
 
 
-def plan(cases: Sequence[Case], runs: int | None = None) -> list[Job]:
+def jobs_for(cases: Sequence[Case], runs: int | None = None) -> list[Job]:
     """Every (case, attempt), attempts of a case together. Long cases first would balance better, but
     results in suite order are what a reader expects, and the pool keeps every worker busy anyway."""
     return [Job(c, a) for c in cases for a in range(runs or c.runs)]

@@ -17,7 +17,7 @@ import pytest
 
 from kit.case import load_suite
 from kit.doubles import slow_agent
-from kit.runner import RunOptions, invoke, plan, run_suite
+from kit.runner import RunOptions, invoke, jobs_for, run_suite
 from kit.runner.agents import load_agent
 from kit.runner.slots import from_env, prepare
 
@@ -95,7 +95,7 @@ def project(tmp_path, monkeypatch):
 
 
 def _run(agent: str, mode: str, concurrency: int) -> list:
-    jobs = plan(load_suite("cases.yaml").cases)
+    jobs = jobs_for(load_suite("cases.yaml").cases)
     return run_suite(jobs, load_agent(agent), RunOptions(mode=mode, concurrency=concurrency, workers=2, timeout=10))
 
 
@@ -130,9 +130,9 @@ def test_processes_sharing_a_slots_folder_stay_under_one_cap(project, monkeypatc
     env = {**os.environ, **prepare(3), "PYTHONPATH": os.pathsep.join([str(project), *sys.path])}
     script = (
         "from kit.case import load_suite\n"
-        "from kit.runner import RunOptions, plan, run_suite\n"
+        "from kit.runner import RunOptions, jobs_for, run_suite\n"
         "from kit.runner.agents import load_agent\n"
-        "outs = run_suite(plan(load_suite('cases.yaml').cases), load_agent('kit.doubles.slow_agent:sync_agent'),"
+        "outs = run_suite(jobs_for(load_suite('cases.yaml').cases), load_agent('kit.doubles.slow_agent:sync_agent'),"
         " RunOptions(mode='thread', concurrency=3, timeout=10))\n"
         "assert all(o.case_run.passed for o in outs)\n"
     )
@@ -210,7 +210,7 @@ def test_an_async_agent_that_overruns_is_a_timeout_wherever_it_runs(project):
     t0 = time.perf_counter()
     assert invoke(agent, case, 0, timeout=0.2).case_run.error == "timeout: the agent ran longer than 0.2s"
     for mode in ("thread", "process"):
-        outs = run_suite(plan([case], runs=2), agent, RunOptions(mode=mode, timeout=0.2, concurrency=2))
+        outs = run_suite(jobs_for([case], runs=2), agent, RunOptions(mode=mode, timeout=0.2, concurrency=2))
         assert [o.case_run.error for o in outs] == ["timeout: the agent ran longer than 0.2s"] * 2
     assert time.perf_counter() - t0 < 15  # not the 30 s the agent would sleep
 
@@ -237,5 +237,5 @@ def test_an_async_agent_holds_a_conversation(project):
     agent = load_agent("rl_agents:async_chat")
     [case] = load_suite("chat.yaml").cases
     assert invoke(agent, case, 0, timeout=5).case_run.passed
-    outs = run_suite(plan([case]), agent, RunOptions(mode="process", timeout=5))
+    outs = run_suite(jobs_for([case]), agent, RunOptions(mode="process", timeout=5))
     assert outs[0].case_run.passed, outs[0].case_run.failures

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kit.case import load_suite
-from kit.runner import RunOptions, plan, run_suite
+from kit.runner import RunOptions, jobs_for, run_suite
 from kit.runner.agents import load_agent
 from kit.store import open_store
 
@@ -98,7 +98,7 @@ def project(tmp_path, monkeypatch):
 def _outcomes(fn: str, mode: str, cases: list[str] | None = None) -> dict[str, tuple[str, str | None]]:
     suite = load_suite("cases.yaml")
     chosen = [c for c in suite.cases if cases is None or c.id in cases]
-    outs = run_suite(plan(chosen), load_agent(f"bad_agent:{fn}"), RunOptions(mode=mode, workers=2, timeout=10))
+    outs = run_suite(jobs_for(chosen), load_agent(f"bad_agent:{fn}"), RunOptions(mode=mode, workers=2, timeout=10))
     return {o.case_run.case_id: (o.case_run.outcome, o.case_run.error) for o in outs}
 
 
@@ -177,7 +177,7 @@ def test_a_real_ctrl_c_still_stops_a_serial_run(project):
 def test_a_host_process_that_dies_fails_its_own_calls_and_the_run_goes_on(project):
     suite = load_suite("cases.yaml")
     outs = run_suite(
-        plan(suite.cases), load_agent("bad_agent:dies"), RunOptions(mode="process", concurrency=1, timeout=10)
+        jobs_for(suite.cases), load_agent("bad_agent:dies"), RunOptions(mode="process", concurrency=1, timeout=10)
     )
     got = {o.case_run.case_id: (o.case_run.outcome, o.case_run.error) for o in outs}
     assert got["a"] == got["c"] == ("pass", None)

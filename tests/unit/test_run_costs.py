@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from kit.case import load_suite
-from kit.runner import RunOptions, plan, run_suite
+from kit.runner import RunOptions, jobs_for, run_suite
 from kit.runner.agents import load_agent
 from kit.store import open_store
 from kit.store.queries import run_costs
@@ -54,7 +54,7 @@ def project(tmp_path, monkeypatch):
 
 def _stored(project, fn: str, mode: str) -> dict:
     outs = run_suite(
-        plan(load_suite("cases.yaml").cases), load_agent(f"cost_agent:{fn}"), RunOptions(mode=mode, timeout=10)
+        jobs_for(load_suite("cases.yaml").cases), load_agent(f"cost_agent:{fn}"), RunOptions(mode=mode, timeout=10)
     )
     store = open_store(project / "store.duckdb")
     run_id = store.start_run("kit", agent=fn, git_sha=None)

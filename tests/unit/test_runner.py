@@ -11,7 +11,7 @@ import pytest
 
 from kit.case import load_suite
 from kit.cli import main as kit
-from kit.runner import Job, RunOptions, plan, run_suite, shard_cases
+from kit.runner import Job, RunOptions, jobs_for, run_suite, shard_cases
 from kit.runner.agents import load_agent
 from kit.store.shards import merge_shards
 
@@ -109,7 +109,7 @@ def outcomes_by_case(outcomes):
 def test_errors_are_isolated_with_their_cause(project):
     suite = load_suite("cases.yaml")
     agent = load_agent("my_agent:agent")
-    jobs = plan([c for c in suite.cases if c.id != "flaky"])
+    jobs = jobs_for([c for c in suite.cases if c.id != "flaky"])
     outs = run_suite(jobs, agent, RunOptions(timeout=0.5, workers=2), run_id="r1")
     assert [(o.case_run.case_id, o.case_run.attempt) for o in outs] == [(j.case.id, j.attempt) for j in jobs]
     by = outcomes_by_case(outs)
@@ -135,7 +135,7 @@ def test_a_worker_that_ignores_the_timeout_is_killed(project, monkeypatch):
 def test_every_pool_gives_the_same_verdicts(project, mode):
     suite = load_suite("cases.yaml")
     cases = [c for c in suite.cases if c.id in ("greet", "boom", "openai")]
-    outs = run_suite(plan(cases, runs=2), load_agent("my_agent:agent"), RunOptions(mode=mode, workers=2))
+    outs = run_suite(jobs_for(cases, runs=2), load_agent("my_agent:agent"), RunOptions(mode=mode, workers=2))
     assert [(o.case_run.case_id, o.case_run.outcome) for o in outs] == [
         ("greet", "pass"),
         ("greet", "pass"),
