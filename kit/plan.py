@@ -1,36 +1,59 @@
 """One plan from the settings: what every front end runs, on what, recorded how.
 
-    from kit.plan import make_plan
+    from kit.plan import current_plan, make_plan
 
     plan = make_plan()                     # the settings: [tool.kit] < KIT_* < overrides
     plan.agent.name                        # the label every store run of this agent carries
     plan.suite.cases                       # the cases, with the suite's invariants expanded
     plan.model_of(trace)                   # the model id a run records
+    env = plan.env()                       # {"KIT_PLAN": <the plan document>, ...} for a subprocess
+    plan = current_plan()                  # in that subprocess: the same plan, read from the document
 
 `kit run`, the DeepEval session and test, the Promptfoo provider, the red-team provider and `make evals`
-all resolve their agent, cases, invariants, rubrics, model id, store, timeout and the run's kind here, so
-the same settings give the same runs in every front end. A front end adds only what is its own (the red
-team's control target names its variant; a Promptfoo config may name its agent).
+all resolve their agent, cases, invariants, rubrics, judge, red-team corpus, model id, store, timeout and the
+run's kind here, so the same settings give the same runs in every front end. A front end adds only what is
+its own (the red team's control target names its variant; a Promptfoo config may name its agent).
+
+The plan travels whole: `Plan.document()` is one JSON document (settings, agent, variant, policy, cassettes,
+kind, cases and their hashes, invariants, judge, corpus, model id, store, evals id); `Plan.env()` writes it
+to a file and names it in KIT_PLAN, and `current_plan()` in a subprocess rebuilds exactly that plan. A
+secret (an API key) is never written to the file: the document names the variable that holds it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import json
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kit.case import Case, Suite, find_invariants_file, load_suite
-from kit.errors import KitInputError
+from pydantic import ValidationError
+
+from kit.case import Case, Suite, case_files, find_invariants_file, load_suite
+from kit.errors import KitInputError, first_error
 from kit.runner.agents import Agent, configured_agent
 from kit.runner.invoke import Invocation, invoke
-from kit.runner.recorded import replay
-from kit.settings import Settings, load_settings
+from kit.runner.recorded import replay as replay_run
+from kit.settings import SECRETS, Settings, load_settings, project_root, secrets_from_env
 from kit.store.rows import RunKind
+
+if TYPE_CHECKING:
+    from kit.judge import JudgeConfig
 
 # The reference agent's deterministic policy calls no model: its runs say so instead of a model id.
 DETERMINISTIC_MODEL = "deterministic-policy"
+# The variable naming the plan document a subprocess runs under.
+PLAN_ENV = "KIT_PLAN"
+DOCUMENT_VERSION = 1
+# The settings' default corpus: the reference agent's shop attacks. Another agent gets the generic attacks.
+DEFAULT_CORPUS = Path("redteam/attacks.yaml")
+GENERIC = "generic"
+_KINDS = ("golden", "redteam", "control")
 
 
 @dataclass(frozen=True)
@@ -41,6 +64,8 @@ class Plan:
     agent: Agent
     kind: RunKind = "golden"
     cases_path: Path | None = None  # None: the settings' cases
+    replay: Path | None = None  # the reference agent's cassette folder to answer from
+    record: Path | None = None  # the reference agent's cassette folder to record into
 
     @property
     def reference(self) -> bool:
@@ -91,6 +116,28 @@ class Plan:
         return self.settings.agent_timeout
 
     @property
+    def evals_id(self) -> str | None:
+        """The `make evals` invocation every run of this plan belongs to, if any."""
+        return self.settings.evals_id
+
+    @cached_property
+    def judge(self) -> JudgeConfig | None:
+        """The one judge (kit.judge.judge_config over these settings), None without a judge model."""
+        from kit.judge import judge_config
+
+        return judge_config(self.settings)
+
+    @property
+    def redteam_corpus(self) -> Path:
+        """The attacks the red team runs: the settings' corpus (relative to the project), else, for an agent
+        other than the reference one (whose shop attacks are the default) or `corpus = "generic"`, the kit's
+        generic attacks for any tool-using agent."""
+        corpus = self.settings.redteam.corpus
+        if str(corpus) == GENERIC or (corpus == DEFAULT_CORPUS and not self.reference):
+            return generic_corpus()
+        return corpus if corpus.is_absolute() else project_root(self.settings) / corpus
+
+    @property
     def model(self) -> str | None:
         """The model id every run of this plan records, when known before any trace: the setting, else
         the reference agent's (its deterministic policy calls no model)."""
@@ -109,7 +156,7 @@ class Plan:
         """One run of the case, judged: the recorded run when replaying (run once, judge everywhere), else a
         fresh call of the agent under the plan's timeout. Never raises for the agent's faults."""
         if self.settings.replay_runs is not None:
-            return replay(self.settings.replay_runs, case, attempt, run_id=run_id)
+            return replay_run(self.settings.replay_runs, case, attempt, run_id=run_id)
         return self.run_live(case, attempt, run_id=run_id)
 
     def run_live(self, case: Case, attempt: int, *, run_id: str | None = None) -> Invocation:
@@ -120,14 +167,197 @@ class Plan:
         """The model id a run records: the setting, else the trace's own `model`."""
         return self.model or trace_model(trace)
 
-    def env(self) -> dict[str, str]:
-        """The plan as the KIT_* variables, for a tool started in a subprocess (DeepEval, Promptfoo)."""
-        out = self.settings.env()
-        if self.cases_path is not None:
-            out["KIT_CASES"] = str(self.cases_path)
-        if self.settings.invariants is None and self.invariants is not None:
-            out["KIT_INVARIANTS"] = str(self.invariants)
+    def derive(self, *, kind: RunKind | None = None, cases: str | Path | None = None, **settings: Any) -> Plan:
+        """This plan with some settings changed (a stage's `replay_runs`, `evals_id`, `run_id=None`,
+        `redteam={"corpus": ...}`), validated as the settings are: the same agent, variant and cassettes."""
+        if settings:
+            merged = self.settings.model_dump() | settings
+            if isinstance(settings.get("redteam"), Mapping):
+                merged["redteam"] = self.settings.redteam.model_dump() | dict(settings["redteam"])
+            updated = _validated(merged, where="plan")
+        else:
+            updated = self.settings
+        return replace(
+            self,
+            settings=updated,
+            kind=kind or self.kind,
+            cases_path=Path(cases) if cases is not None else self.cases_path,
+        )
+
+    def case_files(self) -> list[dict[str, str]]:
+        """The suite's case files with the sha256 of each (what the run ran under)."""
+        root = Path(self.cases)
+        if not root.exists():
+            return []
+        out = []
+        for f in case_files(root):
+            try:
+                digest = hashlib.sha256(f.read_bytes()).hexdigest()
+            except OSError as e:
+                raise KitInputError(f"cannot read: {e.strerror}", file=str(f)) from None
+            out.append({"path": str(f.absolute()), "sha256": digest})
         return out
+
+    def document(self) -> dict[str, Any]:
+        """The plan as one JSON-serializable document, read back by `plan_from_document`: everything a
+        subprocess needs to run exactly this plan. API keys are left out (`secrets` names their variables)."""
+        settings = _absolute(self.settings).model_dump(mode="json")
+        for path, _var in SECRETS.items():
+            _drop(settings, path)
+        try:
+            judge: dict[str, Any] | None = (
+                self.judge.model_dump(mode="json", exclude={"api_key"}) if self.judge is not None else None
+            )
+        except KitInputError as e:  # a bad judge setting: every judging subprocess reports it, by name
+            judge = {"error": str(e)}
+        return {
+            "version": DOCUMENT_VERSION,
+            "settings": settings,
+            "secrets": {var: ".".join(path) for path, var in SECRETS.items()},
+            "agent": self.agent.name,
+            "reference": self.reference,
+            "variant": self.variant,
+            "policy": self.policy,
+            "replay": str(self.replay.absolute()) if self.replay else None,
+            "record": str(self.record.absolute()) if self.record else None,
+            "kind": self.kind,
+            "cases": str(Path(self.cases).absolute()),
+            "invariants": str(self.invariants.absolute()) if self.invariants else None,
+            "case_files": self.case_files(),
+            "judge": judge,
+            "redteam_corpus": str(self.redteam_corpus.absolute()),
+            "model": self.model,
+            "store": str(Path(self.store).absolute()),
+            "evals_id": self.evals_id,
+        }
+
+    def env(self) -> dict[str, str]:
+        """The plan for a tool started in a subprocess (DeepEval, the Promptfoo eval, the red team): the
+        document written under the store's folder (`plans/<hash>.json`) and named by KIT_PLAN, which the
+        subprocess's `current_plan()` reads back as this very plan; beside it the settings as their KIT_*
+        variables (the secrets the document leaves out among them), for a command that reads only settings."""
+        doc = self.document()
+        out = _absolute(self.settings).env()
+        out[PLAN_ENV] = str(write_document(doc, Path(self.store).absolute().parent / "plans"))
+        return out
+
+
+def write_document(doc: Mapping[str, Any], folder: Path) -> Path:
+    """The document as `<folder>/<hash>.json` (one file per distinct plan, written once, atomically)."""
+    text = json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False)
+    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
+    if path.is_file():
+        return path
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise KitInputError(f"cannot write the plan document: {e.strerror or e}", file=str(path)) from None
+    return path
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A plan document from its file (what KIT_PLAN names), or KitInputError naming the file."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise KitInputError(f"{PLAN_ENV}: cannot read the plan document: {e.strerror or e}", file=str(path)) from None
+    except ValueError as e:
+        raise KitInputError(f"{PLAN_ENV}: not a plan document (not JSON: {e})", file=str(path)) from None
+    if not isinstance(doc, dict) or doc.get("version") != DOCUMENT_VERSION or not isinstance(doc.get("settings"), dict):
+        raise KitInputError(f"{PLAN_ENV}: not a plan document of version {DOCUMENT_VERSION}", file=str(path))
+    return doc
+
+
+def plan_from_document(
+    doc: Mapping[str, Any], *, env: Mapping[str, str] | None = None, where: str = "plan document"
+) -> Plan:
+    """The plan a document describes (`Plan.document()`): the same settings, agent, variant, policy,
+    cassettes, kind and cases. Its secrets come from the variables the document names (default: this
+    process's environment). A case file that changed since the plan was made is an error naming it: a
+    subprocess never runs other cases than the plan's."""
+    settings_doc = json.loads(json.dumps(doc["settings"]))  # our own copy to put the secrets in
+    for path, value in secrets_from_env(env).items():
+        _put(settings_doc, path, value)
+    settings = _validated(settings_doc, where=where)
+    kind = doc.get("kind") or "golden"
+    if kind not in _KINDS:
+        raise KitInputError(f"{PLAN_ENV}: unknown run kind {kind!r}", file=where)
+    plan = make_plan(
+        settings,
+        kind=kind,
+        variant=doc.get("variant"),
+        policy=doc.get("policy"),
+        replay=doc.get("replay"),
+        record=doc.get("record"),
+        cases=doc.get("cases"),
+    )
+    for entry in doc.get("case_files") or ():
+        try:
+            now = hashlib.sha256(Path(entry["path"]).read_bytes()).hexdigest()
+        except OSError:
+            now = None
+        if now != entry["sha256"]:
+            raise KitInputError(
+                f"{PLAN_ENV}: the case file " + ("is gone" if now is None else "changed") + " since the plan was made",
+                file=str(entry["path"]),
+            )
+    return plan
+
+
+def current_plan(
+    *,
+    agent: str | None = None,
+    variant: str | None = None,
+    policy: str | None = None,
+    kind: RunKind | None = None,
+    cases: str | Path | None = None,
+    reference_ok: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> Plan:
+    """The plan this process runs: the document KIT_PLAN names when set (a subprocess of `make evals`, or
+    of any front end that exported `Plan.env()`), else `make_plan()` from the settings. What a front end
+    adds of its own (a Promptfoo config's `agent`, the control target's `variant`, the run's `kind`, a
+    config's `cases`) is applied over it, as `make_plan` applies it."""
+    env = os.environ if env is None else env
+    named = (env.get(PLAN_ENV) or "").strip()
+    if not named:
+        settings = load_settings(env=env)
+        return make_plan(
+            settings,
+            kind=kind or "golden",
+            agent=agent,
+            variant=variant,
+            policy=policy,
+            cases=cases,
+            reference_ok=reference_ok,
+        )
+    doc = read_document(named)
+    base = plan_from_document(doc, env=env, where=named)
+    if agent is None and variant is None and policy is None and cases is None and reference_ok and kind is None:
+        return base
+    return make_plan(
+        base.settings,
+        kind=kind or base.kind,
+        agent=agent,
+        variant=variant or (base.variant if agent is None else None),
+        policy=policy or (doc.get("policy") if agent is None else None),
+        replay=base.replay if agent is None else None,
+        record=base.record if agent is None else None,
+        cases=cases if cases is not None else base.cases_path,
+        reference_ok=reference_ok,
+    )
+
+
+def generic_corpus() -> Path:
+    """The red team's generic attacks for any tool-using agent: package data of the Promptfoo adapter, found
+    without importing it (the kit imports no adapter)."""
+    spec = importlib.util.find_spec("kit_promptfoo")
+    if spec is None or not spec.submodule_search_locations:
+        raise KitInputError("the generic red-team corpus needs the kit's Promptfoo adapter (kit_promptfoo)")
+    return Path(next(iter(spec.submodule_search_locations))) / "redteam" / GENERIC / "attacks.yaml"
 
 
 def suite_invariants(settings: Settings, cases: str | Path | None = None) -> Path | None:
@@ -171,4 +401,58 @@ def make_plan(
             "[tool.kit] agent; only the kit's own reference config runs the reference agent"
         )
     chosen = configured_agent(settings, variant=variant, policy=policy, replay=replay, record=record)
-    return Plan(settings, chosen, kind, Path(cases) if cases is not None else None)
+    if chosen.uses_kit_agent:
+        # The variant and policy the reference agent runs are the plan's settings: its document carries them.
+        settings = settings.model_copy(
+            update={"variant": chosen.variant, "agent_policy": policy or settings.agent_policy}
+        )
+    return Plan(
+        settings,
+        chosen,
+        kind,
+        Path(cases) if cases is not None else None,
+        Path(replay) if replay else None,
+        Path(record) if record else None,
+    )
+
+
+def _validated(values: Mapping[str, Any], *, where: str) -> Settings:
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        field, msg, _ = first_error(exc)
+        raise KitInputError(f"{PLAN_ENV}: setting {field}: {msg.removeprefix('Value error, ')}", file=where) from None
+
+
+def _absolute(settings: Settings) -> Settings:
+    """The settings with every relative path made absolute (a subprocess may start in another folder); the
+    red team's corpus is relative to the project, as the red team reads it."""
+    top = {k: Path(getattr(settings, k)).absolute() for k in _PATHS if getattr(settings, k) is not None}
+    rt = settings.redteam
+    red: dict[str, Path] = {}
+    if rt.invariants is not None:
+        red["invariants"] = rt.invariants.absolute()
+    if str(rt.corpus) != GENERIC and rt.corpus != DEFAULT_CORPUS and not rt.corpus.is_absolute():
+        red["corpus"] = project_root(settings) / rt.corpus
+    return settings.model_copy(update={**top, "redteam": rt.model_copy(update=red)})
+
+
+_PATHS = ("cases", "invariants", "rubrics", "gates", "store", "replay_runs")
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        obj = getattr(obj, part)
+    return obj
+
+
+def _drop(target: dict[str, Any], path: tuple[str, ...]) -> None:
+    for part in path[:-1]:
+        target = target.get(part) or {}
+    target.pop(path[-1], None)
+
+
+def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value

@@ -122,6 +122,8 @@ class Settings(_Frozen):
     stage_timeout: float = Field(default=3600.0, gt=0, le=7 * 24 * 3600, allow_inf_nan=False)
     agent_model: str | None = None
     run_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
+    # The `make evals` invocation a run belongs to (the pipeline sets it for every stage's plan).
+    evals_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
     # A recorded-runs file (kit.runner.recorded): DeepEval and Promptfoo judge these runs instead of calling
     # the agent again (`make evals` sets it from its kit stage: run once, judge everywhere).
     replay_runs: Path | None = None
@@ -159,6 +161,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_STAGE_TIMEOUT": ("stage_timeout",),
     "KIT_AGENT_MODEL": ("agent_model",),
     "KIT_RUN_ID": ("run_id",),
+    "KIT_EVALS_ID": ("evals_id",),
     "KIT_REPLAY_RUNS": ("replay_runs",),
     "KIT_JUDGE_MODEL": ("judge", "model"),
     "KIT_JUDGE_BASE_URL": ("judge", "base_url"),
@@ -175,6 +178,8 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_REDTEAM_CORPUS": ("redteam", "corpus"),
     "KIT_REDTEAM_INVARIANTS": ("redteam", "invariants"),
 }
+# The settings that are secrets: never written to a file (a plan document names their variables instead).
+SECRETS: dict[tuple[str, ...], str] = {path: var for var, path in ENV.items() if path[-1] == "api_key"}
 _PATH_KEYS = {
     ("cases",),
     ("invariants",),
@@ -236,6 +241,13 @@ def load_settings(
         _merge(merged, cli)
     merged["project_file"] = project
     return Settings.model_validate(merged)
+
+
+def secrets_from_env(env: Mapping[str, str] | None = None) -> dict[tuple[str, ...], str]:
+    """The secret settings the environment holds (default: os.environ), by settings path: what a plan
+    document leaves out and its subprocess takes from its own environment."""
+    env = os.environ if env is None else env
+    return {path: value for path, var in SECRETS.items() if (value := (env.get(var) or "").strip())}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
