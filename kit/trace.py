@@ -23,7 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import CoreSchema, core_schema
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from typing_extensions import TypedDict
 
 from kit.errors import KitInputError, error_line
@@ -59,6 +59,8 @@ class _SpanModel(BaseModel):
     cost_usd: float = 0.0
     latency_ms: float | None = None
     turn: int | None = Field(default=None, ge=0)
+    agent: str | None = None
+    server: str | None = None
 
     @field_validator("kind")
     @classmethod
@@ -117,6 +119,12 @@ class _FastSpan(TypedDict, total=False):
     cost_usd: float
     latency_ms: float | None
     turn: Annotated[int, Field(ge=0)] | None
+    agent: str | None
+    server: str | None
+
+
+# Fields left out of a span's dump while unset: a trace of one agent and no MCP server dumps as before.
+_UNSET_DROPPED = frozenset(("turn", "agent", "server"))
 
 
 class Span:
@@ -140,6 +148,10 @@ class Span:
     latency_ms: float | None = None
     # The conversation turn (0-based) of a multi-turn trace; left out of dumps when unset.
     turn: int | None = None
+    # The agent that made this call or message (None: a trace of one agent), and the MCP server a tool call
+    # went to; both left out of dumps when unset.
+    agent: str | None = None
+    server: str | None = None
 
     def __init__(self, **data: Any) -> None:
         self.__dict__ = _from_model(_SpanModel.model_validate(data)).__dict__
@@ -155,9 +167,11 @@ class Span:
         return {k: v for k, v in self.__dict__.items() if k not in _FIELD_SET}
 
     def model_dump(self, *, mode: str = "python") -> dict[str, Any]:
-        """Every field (defaults included, `turn` only when set), then the extra ones."""
+        """Every field (defaults included; `turn`, `agent` and `server` only when set), then the extra ones."""
         d = self.__dict__
-        out = {f: d.get(f, getattr(Span, f, None)) for f in SPAN_FIELDS if f != "turn" or d.get("turn") is not None}
+        out = {
+            f: d.get(f, getattr(Span, f, None)) for f in SPAN_FIELDS if f not in _UNSET_DROPPED or d.get(f) is not None
+        }
         out.update((k, v) for k, v in d.items() if k not in _FIELD_SET)
         return _any_adapter().dump_python(out, mode="json") if mode == "json" else out
 
@@ -230,6 +244,43 @@ def _any_adapter() -> TypeAdapter[Any]:
     return _ANY
 
 
+Via = Literal["handoff", "tool", "delegate"]
+
+
+class Agent(BaseModel):
+    """One agent of the trace's agent tree: `parent` is the agent that first handed off to it or called it
+    (None: a root, the agent the run started with), `via` how (`handoff`: control passed to it; `tool`: the
+    parent called it as a tool and got its answer back; `delegate`: the parent ran it from inside a tool of
+    its own, as pydantic-ai delegates), `at` when (the number of spans before it was first entered)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+
+    name: str = Field(min_length=1)
+    id: str | None = None
+    parent: str | None = None
+    via: Via | None = None
+    at: int | None = Field(default=None, ge=0)
+
+
+class Handoff(BaseModel):
+    """One agent handing off to (or calling) another: an event of the run, placed by `at`, the number of
+    spans before it (it happened after `spans[at - 1]` and before `spans[at]`)."""
+
+    model_config = ConfigDict(
+        extra="allow", frozen=True, defer_build=True, populate_by_name=True, serialize_by_alias=True
+    )
+
+    from_: str = Field(alias="from", min_length=1)
+    to: str = Field(min_length=1)
+    via: Via = "handoff"
+    at: int = Field(ge=0)
+    turn: int | None = Field(default=None, ge=0)
+
+
+def _empty(v: Any) -> bool:
+    return not v
+
+
 class Trace(BaseModel):
     """One run of an agent. `final_output` that is not a string is kept as compact JSON text."""
 
@@ -245,6 +296,10 @@ class Trace(BaseModel):
     latency_ms: float | None = None
     spans: list[Span] = Field(default_factory=list)
     end_state: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    # The agent tree and the handoffs between agents, for a run of several agents; a run of one agent has
+    # neither (and dumps as before).
+    agents: list[Agent] = Field(default_factory=list, exclude_if=_empty)
+    handoffs: list[Handoff] = Field(default_factory=list, exclude_if=_empty)
     # Per-trace caches of checks (e.g. the end-state database), never serialised.
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -263,10 +318,10 @@ class Trace(BaseModel):
                 try:
                     trace = handler({**data, "spans": []})
                 except ValidationError:
-                    return handler(data)
+                    return _agents_checked(handler(data))
                 trace.__dict__["spans"] = spans
-                return trace
-        return handler(data)
+                return _agents_checked(trace)
+        return _agents_checked(handler(data))
 
     @field_validator("final_output", mode="before")
     @classmethod
@@ -285,15 +340,76 @@ class Trace(BaseModel):
         if not self.turns:
             if turn in (0, "last"):
                 return self
-            spans: list[Span] = []
-        else:
-            n = self.turns[-1] if turn == "last" else turn
-            spans = [s for s in self.spans if s.turn == n]
+            return self._view([], ())
+        n = self.turns[-1] if turn == "last" else turn
+        keep = [i for i, s in enumerate(self.spans) if s.turn == n]
+        inside = range(keep[0], keep[-1] + 2) if keep else range(0)
+        handoffs = [h for h in self.handoffs if (h.turn == n if h.turn is not None else h.at in inside)]
+        return self._view(keep, handoffs)
+
+    def for_agent(self, agent: str) -> Trace:
+        """This trace cut to one agent's calls and messages, and the handoffs it made or received. Its
+        `final_output` is that agent's last assistant message; its `latency_ms` the sum over its spans (the
+        whole run's wall time is not this agent's)."""
+        keep = [i for i, s in enumerate(self.spans) if s.agent == agent]
+        handoffs = [h for h in self.handoffs if agent in (h.from_, h.to)]
+        return self._view(keep, handoffs, latency_ms=None)
+
+    def for_server(self, server: str) -> Trace:
+        """This trace cut to the tool calls that went to one MCP server (no messages, no handoffs)."""
+        keep = [i for i, s in enumerate(self.spans) if s.server == server]
+        return self._view(keep, (), latency_ms=None)
+
+    def _view(self, keep: list[int], handoffs: Any, **fields: Any) -> Trace:
+        """The trace with only the spans at `keep` (indexes in order) and the given handoffs, each handoff's
+        `at` counted among the kept spans; `final_output` the last assistant message kept."""
+        spans = [self.spans[i] for i in keep]
         said = [s.content for s in spans if s.kind == "message" and s.role == "assistant"]
+        moved = []
+        for h in handoffs:
+            at = sum(1 for i in keep if i < h.at)
+            moved.append(h if at == h.at else h.model_copy(update={"at": at}))
         data = {name: getattr(self, name) for name in type(self).model_fields}
         data.update(self.model_extra or {})
-        data.update(spans=spans, final_output=_as_text(said[-1]) if said else None)
+        data.update(spans=spans, handoffs=moved, final_output=_as_text(said[-1]) if said else None, **fields)
         return type(self).model_construct(_fields_set=set(self.model_fields_set), **data)
+
+    @cached
+    def agent_tree(self) -> tuple[Agent, ...]:
+        """Every agent of the run, each with the agent that first handed off to it or called it: the
+        trace's `agents` when it gives them, else read from its spans and handoffs in order (an agent first
+        seen as the target of a handoff has that handoff's `from` as parent). () for a run of one agent
+        that names none."""
+        if self.agents:
+            return tuple(self.agents)
+        if not self.handoffs and not any(s.agent for s in self.spans):
+            return ()
+        found: dict[str, Agent] = {}
+
+        def see(name: str, at: int, parent: str | None = None, via: Via | None = None) -> None:
+            if name not in found:
+                found[name] = Agent(name=name, parent=parent, via=via, at=at)
+
+        events = iter(self.handoffs)
+        h = next(events, None)
+        for i, s in enumerate([*self.spans, None]):
+            while h is not None and h.at <= i:
+                see(h.from_, h.at)
+                see(h.to, h.at, h.from_, h.via)
+                h = next(events, None)
+            if s is not None and s.agent:
+                see(s.agent, i)
+        return tuple(found.values())
+
+    @cached
+    def agent_names(self) -> tuple[str, ...]:
+        """The agents of the run, in the order they were first entered."""
+        return tuple(a.name for a in self.agent_tree)
+
+    @cached
+    def server_names(self) -> tuple[str, ...]:
+        """The MCP servers the run's tool calls went to, in order of first use."""
+        return tuple(dict.fromkeys(s.server for s in self.spans if s.server))
 
     # Derived data, computed once and shared by all checks of this trace.
     @cached
@@ -349,6 +465,65 @@ class Trace(BaseModel):
             "cost_usd": cost,
             "latency_ms": self.latency_ms if self.latency_ms is not None else span_latency,
         }
+
+
+def _agents_checked(trace: Trace) -> Trace:
+    """The trace, once its agent tree and handoffs hold together: agents named once, parents that are
+    agents of the tree and never a cycle, handoffs in order inside the trace, and (when the trace lists its
+    agents) every agent a span or a handoff names in the list."""
+    if not trace.agents and not trace.handoffs:
+        return trace  # a run of one agent: nothing to hold together
+    names: dict[str, Agent] = {}
+    for i, a in enumerate(trace.agents):
+        if a.name in names:
+            raise _tree_error(f"agents.{i}: agent {a.name!r} is listed twice")
+        names[a.name] = a
+    known = f" (known: {', '.join(names)})"
+    for i, a in enumerate(trace.agents):
+        if a.parent is not None and a.parent not in names:
+            raise _tree_error(f"agents.{i}: parent {a.parent!r} of {a.name!r} is not an agent of the trace{known}")
+    cycle = _parent_cycle(names)
+    if cycle:
+        raise _tree_error(f"agents: the parent links form a cycle: {' -> '.join(cycle)}")
+    n, last = len(trace.spans), 0
+    for i, h in enumerate(trace.handoffs):
+        if h.at > n:
+            raise _tree_error(f"handoffs.{i}: at {h.at} is past the end of the trace ({n} spans)")
+        if h.at < last:
+            raise _tree_error(f"handoffs.{i}: at {h.at} comes before the handoff listed before it (at {last})")
+        last = h.at
+        if h.from_ == h.to:
+            raise _tree_error(f"handoffs.{i}: agent {h.to!r} hands off to itself")
+        for who in (h.from_, h.to):
+            if names and who not in names:
+                raise _tree_error(f"handoffs.{i}: agent {who!r} is not an agent of the trace{known}")
+    if names:
+        for i, s in enumerate(trace.spans):
+            if s.agent is not None and s.agent not in names:
+                raise _tree_error(f"spans.{i}: agent {s.agent!r} is not an agent of the trace{known}")
+    return trace
+
+
+def _tree_error(why: str) -> PydanticCustomError:
+    # The validator's own words, without pydantic's "Value error, " in front.
+    return PydanticCustomError("agent_tree", "{why}", {"why": why})
+
+
+def _parent_cycle(agents: dict[str, Agent]) -> list[str]:
+    """A cycle of parent links as the names along it (first name repeated at the end), else []."""
+    done: set[str] = set()
+    for start in agents:
+        path: list[str] = []
+        on_path: set[str] = set()
+        name: str | None = start
+        while name is not None and name not in done:
+            if name in on_path:
+                return [*path[path.index(name) :], name]
+            path.append(name)
+            on_path.add(name)
+            name = agents[name].parent
+        done.update(path)
+    return []
 
 
 def _as_text(v: Any) -> str | None:
