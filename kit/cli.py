@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("gate", "exit non-zero when the latest run fails the gates"),
     "ingest": ("ingest", "load Promptfoo or DeepEval result files into the store"),
     "calibrate": ("calibrate", "measure how far each rubric's judge agrees with labelled answers (Cohen's kappa)"),
+    "mcp": ("mcp", "record an MCP tool server's answers to a cassette, or serve a cassette with no server"),
 }
 
 

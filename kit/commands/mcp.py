@@ -1,0 +1,188 @@
+"""`kit mcp record|replay|verify|serve` (contract in docs/CONTRACT.md): the kit's MCP server in front of a
+tool server, on stdio (what an agent launches) or streamable HTTP on 127.0.0.1 (`--port`).
+
+    kit mcp record --out C.json -- python -m myserver     record every tools/list and tools/call
+    kit mcp record --out C.json --url http://host/mcp      the same for a streamable HTTP server
+    kit mcp replay C.json [--port 8765]                    serve the cassette: no real server
+    kit mcp verify C.json -- python -m myserver            exit 1 naming each tool that differs
+    kit mcp serve NAME                                     [tool.kit.mcp]: record, replay or pass through
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from kit.errors import KitInputError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    rec = sub.add_parser("record", help="stand in front of a server and write every call to a cassette")
+    rec.add_argument("--out", required=True, metavar="CASSETTE", help="the cassette file (JSON)")
+    rec.add_argument("--overwrite", action="store_true", help="start a new cassette even if the tools differ")
+    _upstream_args(rec)
+    _serving_args(rec)
+    rep = sub.add_parser("replay", help="serve a cassette: every recorded call, and a loud error for any other")
+    rep.add_argument("cassette", metavar="CASSETTE")
+    _serving_args(rep)
+    ver = sub.add_parser("verify", help="compare a cassette's tool list with the server's (exit 1 if they differ)")
+    ver.add_argument("cassette", metavar="CASSETTE")
+    _upstream_args(ver)
+    ver.add_argument("--timeout", type=float, metavar="SECONDS", help="bound on every MCP call")
+    srv = sub.add_parser("serve", help="the server NAME of [tool.kit.mcp], in the settings' mode")
+    srv.add_argument("name", metavar="NAME")
+    srv.add_argument("--mode", choices=("live", "record", "replay"), help="overrides the settings' mode")
+    _serving_args(srv)
+
+
+def _upstream_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", metavar="URL", help="a streamable HTTP server, instead of a command after --")
+    p.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the stdio server's command")
+
+
+def _serving_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT (0: any)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="bound on every MCP call (agent_timeout)")
+
+
+def main(args: argparse.Namespace) -> int:
+    import anyio
+
+    from kit.settings import load_settings
+
+    settings = load_settings()
+    _one_line_sdk_logs()
+    timeout = args.timeout if args.timeout is not None else settings.agent_timeout
+    if not 0 < timeout <= 86400:
+        raise KitInputError(f"--timeout must be above 0 and at most 86400 seconds, got {timeout:g}")
+    try:
+        code: int = anyio.run(_run, args, settings, timeout)
+    except BaseExceptionGroup as group:  # a KitInputError from inside the server's task groups: the first one
+        raise _first_input_error(group) or group from None
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+class _OneLine(logging.Handler):
+    """The SDK's warnings (a malformed message from the server, a failed handler) as one line on stderr, with
+    the exception's own first line and no traceback."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            detail = " ".join(str(record.exc_info[1]).split())
+            line += f": {detail[:300]}"
+        print(f"kit mcp: {line}", file=sys.stderr, flush=True)
+
+
+def _one_line_sdk_logs() -> None:
+    sdk = logging.getLogger("mcp")
+    sdk.handlers[:] = [_OneLine(logging.WARNING)]
+    sdk.propagate = False
+
+
+def _first_input_error(group: BaseExceptionGroup[Any]) -> KitInputError | None:
+    for e in group.exceptions:
+        if isinstance(e, KitInputError):
+            return e
+        if isinstance(e, BaseExceptionGroup) and (found := _first_input_error(e)):
+            return found
+    return None
+
+
+def _target(args: argparse.Namespace) -> list[str] | str:
+    command = list(args.server or [])
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if args.url and command:
+        raise KitInputError("give the server as --url or as a command after --, not both")
+    if args.url:
+        return str(args.url)
+    if not command:
+        raise KitInputError("no MCP server: give its command after -- (stdio) or --url (streamable HTTP)")
+    return command
+
+
+async def _run(args: argparse.Namespace, settings: Any, timeout: float) -> int:
+    if args.action == "record":
+        return await _record(_target(args), Path(args.out), timeout, args.port, overwrite=args.overwrite)
+    if args.action == "replay":
+        return await _replay(Path(args.cassette), args.port)
+    if args.action == "verify":
+        return await _verify(Path(args.cassette), _target(args), timeout)
+    return await _serve_named(args, settings, timeout)
+
+
+async def _record(target: list[str] | str, out: Path, timeout: float, port: int | None, *, overwrite: bool) -> int:
+    from kit.mcp.proxy import Recorder, upstream
+
+    async with upstream(target, timeout) as client:
+        recorder = Recorder(client, out, timeout, overwrite=overwrite)
+        await recorder.start()
+        return await _serve(recorder, port, "record")
+
+
+async def _replay(path: Path, port: int | None) -> int:
+    from kit.mcp.cassette import McpCassette
+    from kit.mcp.replay import Replayer
+
+    return await _serve(Replayer(McpCassette.load(path)), port, "replay")
+
+
+async def _verify(path: Path, target: list[str] | str, timeout: float) -> int:
+    from kit.mcp.cassette import McpCassette, tool_differences
+    from kit.mcp.proxy import describe, list_all_tools, upstream
+
+    cassette = McpCassette.load(path)
+    async with upstream(target, timeout) as client:
+        try:
+            tools = await list_all_tools(client, timeout)
+        except TimeoutError:
+            raise KitInputError(
+                f"the MCP server {describe(target)} did not answer tools/list in {timeout:g}s"
+            ) from None
+    diff = tool_differences(cassette.tools, tools)
+    for line in diff:
+        print(f"{path}: {line}")
+    if not diff:
+        print(f"{path}: the server's {len(tools)} tools are the cassette's")
+    return 1 if diff else 0
+
+
+async def _serve_named(args: argparse.Namespace, settings: Any, timeout: float) -> int:
+    from kit.mcp.settings import named_server
+
+    server = named_server(settings, args.name)
+    mode = args.mode or server.mode
+    if mode == "replay":
+        return await _replay(server.cassette, args.port)
+    if server.target is None:
+        raise KitInputError(f"[tool.kit.mcp.servers.{args.name}]: mode {mode} needs the server's command or url")
+    if mode == "record":
+        return await _record(server.target, server.cassette, timeout, args.port, overwrite=False)
+    from kit.mcp.proxy import Passthrough, upstream
+
+    async with upstream(server.target, timeout) as client:
+        return await _serve(Passthrough(client, timeout), args.port, "live")
+
+
+async def _serve(backend: Any, port: int | None, what: str) -> int:
+    from kit.mcp.serve import Served, build_server, serve_http, serve_stdio
+
+    served = Served([])
+    server = build_server(backend, served)
+    if port is None:
+        await serve_stdio(server)
+    else:
+        await serve_http(server, port)
+    if served.failures:
+        print(f"kit mcp {what}: {len(served.failures)} failed MCP calls:", file=sys.stderr)
+        for line in served.failures:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,172 @@
+"""An MCP cassette: what one MCP server answered, in a plain JSON file (contract in docs/CONTRACT.md).
+
+    {"format": "kit-mcp-cassette/1",
+     "server": {"name": ..., "version": ...},          # the server's own serverInfo
+     "tools": [{name, description, inputSchema, ...}],  # its tools/list, as the MCP wire format spells it
+     "calls": [{"tool": ..., "arguments": {...}, "result": {CallToolResult}} | {..., "error": "..."}]}
+
+Calls are keyed by tool name + canonical arguments (`kit.canonical.canonical`): key order and 1 vs 1.0 never
+miss. A key recorded several times replays its results in recorded order and then keeps answering the last,
+because every session (one per agent run for a stdio server) replays from the start. A call with no
+recording is `CassetteMiss`, naming the tool and the arguments.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kit.canonical import canonical
+from kit.errors import KitInputError
+
+FORMAT = "kit-mcp-cassette/1"
+
+
+class CassetteMiss(LookupError):
+    """A tools/call the cassette has no recording for."""
+
+
+def call_key(tool: str, arguments: dict[str, Any] | None) -> str:
+    return tool + " " + canonical(arguments or {})
+
+
+def tool_differences(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
+    """How two tool lists differ, one line per tool (empty when they are the same)."""
+    before = {t.get("name"): t for t in old}
+    after = {t.get("name"): t for t in new}
+    lines = []
+    for name in sorted(set(before) | set(after), key=str):
+        if name not in after:
+            lines.append(f"tool {name} is gone")
+        elif name not in before:
+            lines.append(f"tool {name} is new")
+        else:
+            changed = [
+                field
+                for field in ("description", "inputSchema", "outputSchema", "annotations")
+                if canonical(before[name].get(field)) != canonical(after[name].get(field))
+            ]
+            if changed:
+                lines.append(f"tool {name}: {' and '.join(changed)} changed")
+    return lines
+
+
+class McpCassette:
+    def __init__(self, path: str | Path, data: dict[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        self.data: dict[str, Any] = data or {"format": FORMAT, "server": {}, "tools": [], "calls": []}
+        self._replies: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for entry in self.data["calls"]:
+            self._replies[call_key(entry["tool"], entry.get("arguments"))].append(entry)
+        self._served: dict[str, int] = defaultdict(int)
+
+    @classmethod
+    def load(cls, path: str | Path) -> McpCassette:
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise KitInputError(f"{p}: no MCP cassette: record one first (kit mcp record --out {p} -- ...)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise KitInputError(f"{p}: MCP cassette is not valid JSON: {exc}") from None
+        problem = _problem(data)
+        if problem:
+            raise KitInputError(f"{p}: not an MCP cassette of format {FORMAT}: {problem}")
+        return cls(p, data)
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.data["tools"])
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["name"] for t in self.data["tools"]]
+
+    # Replay
+    def reply(self, tool: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """The recorded entry for this call: its `result` (a CallToolResult as JSON) or its `error`."""
+        if tool not in self.tool_names:
+            raise CassetteMiss(
+                f"{self.path}: tool {tool} is not in the cassette's tool list ({', '.join(self.tool_names)}): "
+                "the agent calls a tool the recorded server did not have"
+            )
+        key = call_key(tool, arguments)
+        replies = self._replies.get(key)
+        if not replies:
+            raise CassetteMiss(
+                f"{self.path}: no recorded response for tool {tool} with arguments {canonical(arguments or {})}"
+            )
+        i = min(self._served[key], len(replies) - 1)
+        self._served[key] += 1
+        return replies[i]
+
+    # Record
+    def add_call(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        code: int | None = None,
+    ) -> None:
+        """One answer: a CallToolResult (`result`, a tool's own failure included: isError) or the JSON-RPC
+        error the server answered with (`error`, `code`)."""
+        entry: dict[str, Any] = {"tool": tool, "arguments": arguments or {}}
+        if error is not None:
+            entry["error"] = error
+            if code is not None:
+                entry["code"] = code
+        else:
+            entry["result"] = result
+        if any(canonical(entry) == canonical(e) for e in self._replies[call_key(tool, arguments)]):
+            return  # the same answer again: replay repeats the last one anyway
+        self.data["calls"].append(entry)
+        self._replies[call_key(tool, arguments)].append(entry)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+
+def _problem(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return f"the file holds a {type(data).__name__}, not an object"
+    if data.get("format") != FORMAT:
+        return f"format is {data.get('format')!r}"
+    if not isinstance(data.get("tools"), list) or not all(
+        isinstance(t, dict) and isinstance(t.get("name"), str) for t in data["tools"]
+    ):
+        return "tools must be a list of objects with a name"
+    if not isinstance(data.get("calls"), list):
+        return "calls must be a list"
+    for i, c in enumerate(data["calls"]):
+        if not isinstance(c, dict) or not isinstance(c.get("tool"), str):
+            return f"call {i + 1} has no tool name"
+        if not isinstance(c.get("arguments", {}), dict):
+            return f"call {i + 1} ({c['tool']}): arguments must be an object"
+        if ("result" in c) == ("error" in c):
+            return f"call {i + 1} ({c['tool']}): needs exactly one of result and error"
+    if not isinstance(data.get("server", {}), dict):
+        return "server must be an object"
+    return None
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Held while a recorder merges into the file: several sessions (one per agent run) record at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

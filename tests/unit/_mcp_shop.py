@@ -1,0 +1,50 @@
+"""A small MCP server of our own (the real `mcp` SDK's MCPServer): a shop's order tools, over stdio by default
+or streamable HTTP with `--port PORT` (on 127.0.0.1; port 0 picks one and prints it on stderr).
+
+SHOP_VERSION=2 serves the next version of the server (lookup_order's description changed, a new tool).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+ORDERS = {
+    "ORD-7": {"order_id": "ORD-7", "status": "delivered", "total": 42.0, "email": "ann@example.com"},
+    "ORD-8": {"order_id": "ORD-8", "status": "shipped", "total": 19.5, "email": "bob@example.com"},
+}
+VERSION = os.environ.get("SHOP_VERSION", "1")
+
+shop: MCPServer = MCPServer("shop", version=VERSION)
+
+
+@shop.tool(description="Look up an order by its id: its status and total." + (" (v2)" if VERSION == "2" else ""))
+def lookup_order(order_id: str) -> dict[str, Any]:
+    order = ORDERS.get(order_id)
+    if order is None:
+        raise ToolError(f"no order {order_id}")
+    return dict(order)
+
+
+@shop.tool(description="Refund an amount on an order.")
+def issue_refund(order_id: str, amount: float) -> dict[str, Any]:
+    return {"refund_id": f"R-{order_id}", "order_id": order_id, "amount": amount}
+
+
+if VERSION == "2":
+
+    @shop.tool(description="Cancel an order.")
+    def cancel_order(order_id: str) -> dict[str, Any]:
+        return {"order_id": order_id, "status": "cancelled"}
+
+
+if __name__ == "__main__":
+    if "--port" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--port") + 1])
+        shop.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        shop.run()
