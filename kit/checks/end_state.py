@@ -48,7 +48,31 @@ def _column_type(values: list[Any]) -> str:
     return "JSON"
 
 
-def _content_key(rows: list[dict[str, Any]], columns: list[str] | None) -> bytes:
+def _declared_columns(table: str, declared: Any) -> dict[str, str | None]:
+    """A table's declared columns in order, each with its type (None: inferred from the values), or
+    EndStateError naming what is wrong: the type goes into the sandbox's CREATE TABLE, so only the plain
+    types a JSON value loads into are taken."""
+    if declared is None:
+        return {}
+    if isinstance(declared, list) and all(isinstance(c, str) for c in declared):
+        return dict.fromkeys(declared)
+    if not isinstance(declared, dict):
+        raise EndStateError(f"end_state_columns of table {table!r}: expected a list of names or {{column: type}}")
+    from kit.importers.end_state import COLUMN_TYPE
+
+    out: dict[str, str | None] = {}
+    for column, kind in declared.items():
+        if kind is not None and not (isinstance(kind, str) and COLUMN_TYPE.fullmatch(kind)):
+            raise EndStateError(
+                f"end_state_columns: table {table!r} column {column!r}: type {kind!r} is not one the sandbox "
+                "takes (BOOLEAN, the integer types, FLOAT, DOUBLE, DECIMAL(p,s), VARCHAR, DATE, TIME, "
+                "TIMESTAMP, TIMESTAMP WITH TIME ZONE, UUID, JSON, or null to infer it)"
+            )
+        out[str(column)] = kind
+    return out
+
+
+def _content_key(rows: list[dict[str, Any]], columns: Any) -> bytes:
     # Column order matters to `SELECT *`, so the key keeps key order (unlike `canonical`).
     import hashlib  # only traces with an end state need it
 
@@ -101,8 +125,11 @@ class _Sandbox:
     def _load(self, trace: Trace) -> None:
         """Make the database hold exactly this trace's tables. A table whose rows are the same as those
         already loaded (most of a sandbox does not change between runs) is kept, not rebuilt."""
-        # Column names of tables with no rows travel beside the rows (`end_state_columns`, optional).
-        declared: dict[str, list[str]] = (trace.model_extra or {}).get("end_state_columns") or {}
+        # Columns travel beside the rows (`end_state_columns`: a list of names, or names with their types), so a
+        # table with no rows keeps its columns, and a column its type.
+        declared: dict[str, Any] = (trace.model_extra or {}).get("end_state_columns") or {}
+        if not isinstance(declared, dict):
+            raise EndStateError("end_state_columns must map each table to its columns")
         wanted = {table: _content_key(rows, declared.get(table)) for table, rows in trace.end_state.items()}
         for table, key in list(self.tables.items()):
             if wanted.get(table) != key:
@@ -111,12 +138,13 @@ class _Sandbox:
         for table, rows in trace.end_state.items():
             if table in self.tables:
                 continue
-            columns: list[str] = [str(c) for c in declared.get(table) or []]
+            typed = _declared_columns(table, declared.get(table))
+            columns: list[str] = list(typed)
             for row in rows:
                 columns.extend(k for k in row if k not in columns)
             if not columns:
                 columns = ["_empty"]  # a table with no rows and no known columns still exists (count(*) = 0)
-            types = [_column_type([r.get(c) for r in rows]) for c in columns]
+            types = [typed.get(c) or _column_type([r.get(c) for r in rows]) for c in columns]
             name = _quote(table)
             cols = ", ".join(f"{_quote(c)} {t}" for c, t in zip(columns, types, strict=True))
             self.con.execute(f"CREATE TABLE {name} ({cols})")
@@ -139,6 +167,11 @@ class _Sandbox:
         """At most `max_rows` + 1 rows of the query; TimeoutError when it runs past the check time limit."""
         import duckdb
 
+        from kit.checks.params import refused_sql
+
+        refused = refused_sql(sql)  # refused at load too; here for any caller that skipped the parameters
+        if refused is not None:
+            raise EndStateError(refused)
         with self.lock:
             if self.con is None:
                 self.con, self.loaded, self.tables = self._connect(), None, {}

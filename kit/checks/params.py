@@ -291,6 +291,30 @@ class ReadOnlySql:
     source: str
 
 
+# What an end_state query may not name: DuckDB's catalogue functions (its settings, secrets, extensions,
+# logs, files, memory: `duckdb_*`, `pragma_*`, `pg_settings`), the ones that read a setting, a secret or a
+# variable, and the ones that run SQL given as text (which would hide any name from this look). An end state's
+# own tables need none of them. Matched as whole words, quoted or not, anywhere in the text (DuckDB's names
+# are case-insensitive); `query` is a function only when a parenthesis follows it, so a column may be named so.
+_REFUSED_NAME = re.compile(
+    r"\b(duckdb_\w+|pragma_\w+|pg_settings|current_setting|which_secret|getvariable|query_table|"
+    r"\w*grammar_extension\w*|extension_versions|query(?=\"?\s*(?:/\*.*?\*/\s*)*\())\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def refused_sql(source: str) -> str | None:
+    """Why an end_state query is refused (it names a function that lists or reads the database's settings,
+    secrets, extensions or other catalogue data, or runs SQL from text), or None."""
+    found = _REFUSED_NAME.search(source)
+    if found is None:
+        return None
+    return (
+        f"query uses {found.group(1)}: an end_state query reads the end state's tables only (DuckDB's "
+        "settings, secrets, extensions and catalogue functions, and SQL run from text, are refused)"
+    )
+
+
 def _sql(v: Any) -> ReadOnlySql:
     if isinstance(v, ReadOnlySql):
         return v
@@ -306,6 +330,9 @@ def _sql(v: Any) -> ReadOnlySql:
         raise ValueError(f"query must be one statement, got {len(statements)}")
     if statements[0].type != duckdb.StatementType.SELECT:
         raise ValueError(f"query must be a SELECT, got {statements[0].type.name}")
+    refused = refused_sql(v)
+    if refused is not None:
+        raise ValueError(refused)
     return ReadOnlySql(v)
 
 

@@ -104,7 +104,7 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
     held: str | None = None  # the first trace, until a second one says the output is a list
     n = bare = 0
     try:
-        tables = read_end_state(args.end_state) if args.end_state else None
+        state = read_end_state(args.end_state) if args.end_state else None
         traces = iter_import(
             args.files,
             args.format,
@@ -125,7 +125,7 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
                 attempt += 1
             t["attempt"] = attempt
             used.add(attempt)
-            if tables is not None:
+            if state is not None:
                 if n:
                     raise KitInputError(
                         f"--end-state {args.end_state}: the tables after one run, and the import holds more than one "
@@ -133,7 +133,8 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
                     )
                 if t.get("end_state"):
                     notes.append(f"the run's own end_state ({', '.join(t['end_state'])}) replaced by {args.end_state}")
-                t["end_state"] = tables
+                t.pop("end_state_columns", None)
+                t.update(state.fields())  # the tables' rows, and their columns and types (empty tables too)
             bare += _no_content(t)
             text = json.dumps(t, indent=2, default=str)
             if n == 0:

@@ -8,6 +8,12 @@ A callable with a parameter named `history` is multi-turn: for a case with `turn
 `user`) it is called once per turn, `fn(turn_text, history=messages)` (plus `case=` when it has a `case`
 parameter), and returns that turn's OpenAI messages or trace dict (kit.runner.conversation joins them).
 A single-turn case is a one-turn conversation for it: `fn(input, history=[])`.
+
+State per conversation: a callable that also takes `conversation_id` gets one id per conversation (the
+same on each of its turns, another for the next run), to key its own state on; a class (`module:Class`)
+is a factory: a fresh instance, made with no arguments, for every conversation and every single-turn run,
+whose `close()`, if it has one, is called when that run ends. Every front end loads the agent here, so
+DeepEval, Promptfoo and the kit's runner all give each conversation its own.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import importlib
 import inspect
 import sys
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +35,7 @@ from kit.errors import KitInputError
 from kit.frozen import thaw
 from kit.names import file_in
 from kit.runner.conversation import AgentConversation
+from kit.runner.frameworks import with_end_state_read
 from kit.settings import Settings, project_root
 from kit.trace import Trace, parse_trace
 
@@ -53,18 +61,27 @@ class Agent:
 
 
 class _CallableConversation:
-    """A user's `fn(text, history=...)` as a conversation: it keeps no state of its own between turns."""
+    """A user's `fn(text, history=...)` as one conversation: `case=` when it takes a `case`, and
+    `conversation_id=` (the same on every turn of this conversation, new for the next) when it takes one.
+    `owner`: the object made for this conversation alone (a class agent's instance), closed at its end."""
 
-    def __init__(self, fn: Callable[..., Any], case: Case | None) -> None:
-        self.fn, self.case = fn, case
+    def __init__(
+        self, fn: Callable[..., Any], case: Case | None, conversation_id: str | None, owner: Any = None
+    ) -> None:
+        self.fn, self.owner = fn, owner
+        self.kwargs: dict[str, Any] = {}
+        if case is not None:
+            self.kwargs["case"] = case
+        if conversation_id is not None:
+            self.kwargs["conversation_id"] = conversation_id
 
     def turn(self, text: str, history: list[dict[str, Any]]) -> Any:
-        if self.case is not None:
-            return resolve_awaitable(self.fn(text, history=history, case=self.case))
-        return resolve_awaitable(self.fn(text, history=history))
+        return resolve_awaitable(self.fn(text, history=history, **self.kwargs))
 
     def close(self) -> None:
-        return None
+        close = getattr(self.owner, "close", None)
+        if callable(close):
+            resolve_awaitable(close())
 
 
 def reference_agent(
@@ -167,8 +184,10 @@ def load_agent(spec: str) -> Agent:
             raise KitInputError(f"--agent {spec}: {module_name} has no attribute {attr!r}")
     if not callable(fn):
         raise KitInputError(f"--agent {spec}: {attr} is not callable")
+    if inspect.isclass(fn):
+        return _class_agent(spec, fn)
     if _has_param(fn, "history"):
-        return _history_agent(spec, fn)
+        return _history_agent(spec, fn, lambda: (fn, None))
     wants_case = _wants_case(fn)
 
     def call(case: Case, attempt: int) -> Any:
@@ -176,6 +195,42 @@ def load_agent(spec: str) -> Agent:
         return fn(mine.input, mine) if wants_case else fn(mine.input)
 
     return Agent(spec, call, is_async=is_async_callable(fn))
+
+
+def _class_agent(spec: str, cls: type) -> Agent:
+    """A class of agents: a fresh instance for every conversation (and every single-turn run), made with no
+    arguments, so an agent keeps its state (its database, its client) in itself and never shares it with
+    another run; its `close()`, if any, is called when the conversation ends."""
+    method = next((k.__dict__["__call__"] for k in cls.__mro__ if "__call__" in k.__dict__ and k is not object), None)
+    if method is None:
+        raise KitInputError(f"--agent {spec}: the class {cls.__name__} has no __call__ method to run a case")
+
+    def fresh() -> tuple[Callable[..., Any], Any]:
+        try:
+            instance = cls()
+        except TypeError as e:
+            raise KitInputError(f"--agent {spec}: {cls.__name__}() must take no arguments: {e}") from None
+        return instance, instance
+
+    if _has_param(method, "history"):
+        return _history_agent(spec, method, fresh)
+    wants_case = _wants_case(method, bound=False)
+
+    is_async = inspect.iscoroutinefunction(method)
+
+    def call(case: Case, attempt: int) -> Any:
+        mine = agent_case(case)
+        instance, _ = fresh()
+        result = instance(mine.input, mine) if wants_case else instance(mine.input)
+        if is_async:
+            return result  # awaited by the runner; an async agent closes what it opened itself
+        result = with_end_state_read(result)  # before close(), which may close the database it handed
+        close = getattr(instance, "close", None)
+        if callable(close):
+            close()
+        return result
+
+    return Agent(spec, call, is_async=is_async)
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -229,12 +284,17 @@ def _has_param(fn: Callable[..., Any], name: str) -> bool:
         return False
 
 
-def _history_agent(spec: str, fn: Callable[..., Any]) -> Agent:
-    """A multi-turn callable: one call per turn with the conversation so far."""
-    wants_case = _has_param(fn, "case")
+def _history_agent(spec: str, probe: Callable[..., Any], fresh: Callable[[], tuple[Callable[..., Any], Any]]) -> Agent:
+    """A multi-turn callable (`probe`'s parameters say what it takes): one call per turn with the conversation
+    so far. `fresh()` gives the callable for one conversation (a new instance of a class agent; the same
+    function otherwise) and what to close at its end."""
+    wants_case = _has_param(probe, "case")
+    wants_id = _has_param(probe, "conversation_id")
 
     def converse(case: Case, attempt: int) -> AgentConversation:
-        return _CallableConversation(fn, agent_case(case) if wants_case else None)
+        fn, owner = fresh()
+        conversation_id = f"{case.id}#{attempt}:{uuid.uuid4().hex[:12]}" if wants_id else None
+        return _CallableConversation(fn, agent_case(case) if wants_case else None, conversation_id, owner)
 
     def call(case: Case, attempt: int) -> Any:
         # A single-turn case is a conversation of one turn; a message list's last user message is the turn.
@@ -245,14 +305,20 @@ def _history_agent(spec: str, fn: Callable[..., Any]) -> Agent:
             last = users[-1] if users else len(text)
             history = [dict(m) for m in text[:last]]
             text = text[last]["content"] if users else ""
-        return converse(case, attempt).turn(str(text), history)
+        conversation = converse(case, attempt)
+        try:
+            # Read before the agent's close(), which may close the database it handed as its end state.
+            return with_end_state_read(conversation.turn(str(text), history))
+        finally:
+            conversation.close()
 
     return Agent(spec, call, converse=converse)
 
 
-def _wants_case(fn: Callable[..., Any]) -> bool:
+def _wants_case(fn: Callable[..., Any], *, bound: bool = True) -> bool:
+    """`fn` takes the case too (`bound=False`: `fn` is a class's method, its first parameter `self`)."""
     try:
-        params = list(inspect.signature(fn).parameters.values())
+        params = list(inspect.signature(fn).parameters.values())[0 if bound else 1 :]
     except (TypeError, ValueError):
         return False
     if any(p.name == "case" for p in params) or any(p.kind is p.VAR_POSITIONAL for p in params):

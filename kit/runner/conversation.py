@@ -3,9 +3,11 @@
     trace = converse(conversation, case, attempt, next_user_message)
 
 Each turn the agent gets the turn's text and the conversation so far in OpenAI chat format (user,
-assistant and tool messages of the earlier turns) and returns what it produced in that turn: OpenAI
-messages or a trace dict. The joined trace has a user `message` span opening every turn, `turn` (0-based)
-on every span, the agent's last answer as `final_output`, and the last turn's end state.
+assistant and tool messages of the earlier turns) and returns what it produced in that turn: anything a
+single-turn agent may return (a trace dict, messages of any framework, `{"messages": [...], "end_state":
+...}`, a framework's result), read by the same function (kit.runner.frameworks.trace_dict). The joined
+trace has a user `message` span opening every turn, `turn` (0-based) on every span, the agent's last
+answer as `final_output`, and the last turn's end state.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kit.errors import KitInputError
 from kit.trace import Trace
 
 # The next thing the user says, given the conversation so far (OpenAI messages); None: the user is done.
@@ -55,7 +56,7 @@ def _messages_of(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, s in enumerate(spans):
         if s.get("kind") == "tool":
-            call_id = str(s.get("id") or f"call_{len(out)}_{i}")
+            call_id = str(s.get("tool_call_id") or s.get("id") or f"call_{len(out)}_{i}")
             arguments = json.dumps(s.get("input") or {}, default=str)
             out.append(
                 {
@@ -75,37 +76,48 @@ def _messages_of(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def turn_output(result: Any, text: str, case_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the turn as a trace dict, the turn's messages for the history) from what the agent returned.
-    A leading user message that repeats the turn's text is dropped: the runner adds the user's span."""
+    """(the turn as a trace dict, the turn's messages for the history) from what the agent returned: whatever
+    a single-turn agent may return (kit.runner.frameworks: a trace dict or Trace, messages of any framework,
+    a dict holding them beside `end_state` and the like, a framework's result), or ValueError saying what
+    was returned. A leading user message that repeats the turn's text is dropped: the runner adds the
+    user's span."""
+    from kit.runner.frameworks import UnknownResult, trace_dict
+
     if isinstance(result, Trace):
         result = result.model_dump(mode="json")
-    if isinstance(result, list):
-        messages = [m for m in result if isinstance(m, dict)]
-        if len(messages) != len(result):
-            raise ValueError("returned a message list with an item that is not a message object")
-        if messages and messages[0].get("role") == "user" and messages[0].get("content") == text:
-            messages = messages[1:]
-        if not messages:
-            return {"spans": [], "final_output": None}, []
-        from kit.importers import convert
-
-        try:
-            [data] = convert({"messages": messages}, "openai", case_id=case_id)
-        except KitInputError as e:
-            raise ValueError(f"returned a message list that does not import: {e}") from None
-        history = [m for m in messages if m.get("role") != "system"]
-        return data, history
-    if isinstance(result, dict):
-        data = dict(result)
-        spans = data.get("spans")
-        if not isinstance(spans, list) or not all(isinstance(s, dict) for s in spans):
-            raise ValueError("returned a trace dict whose `spans` is not a list of span objects")
-        first = spans[0] if spans else {}
-        if first.get("kind") == "message" and first.get("role") == "user" and first.get("content") == text:
-            spans = spans[1:]
-        data["spans"] = spans
+    try:
+        data = trace_dict(result, case_id)
+    except UnknownResult as e:
+        raise ValueError(str(e)) from None
+    spans = data.get("spans", [])
+    if not isinstance(spans, list) or not all(isinstance(s, dict) for s in spans):
+        raise ValueError(f"returned a trace dict whose `spans` is {_what(spans)}, not a list of span objects")
+    first = spans[0] if spans else {}
+    if first.get("kind") == "message" and first.get("role") == "user" and first.get("content") == text:
+        spans = spans[1:]
+    data["spans"] = spans
+    plain = _openai_messages(result)
+    if plain is None:
         return data, _messages_of(spans)
-    raise ValueError(f"returned {type(result).__name__}, expected OpenAI messages or a trace dict")
+    if plain and plain[0].get("role") == "user" and plain[0].get("content") == text:
+        plain = plain[1:]
+    return data, [m for m in plain if m.get("role") != "system"]
+
+
+def _openai_messages(result: Any) -> list[dict[str, Any]] | None:
+    """The OpenAI chat messages the agent returned as they are (kept for the history, exact), or None."""
+    if isinstance(result, dict) and "spans" not in result:
+        result = result.get("messages")
+    if isinstance(result, list | tuple) and all(isinstance(m, dict) and "role" in m for m in result):
+        return [dict(m) for m in result]
+    return None
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, list):
+        kinds = sorted({type(v).__name__ for v in value if not isinstance(v, dict)})
+        return f"a list holding {', '.join(kinds)}"
+    return type(value).__name__
 
 
 def _answer(data: dict[str, Any]) -> str | None:

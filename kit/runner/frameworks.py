@@ -50,7 +50,46 @@ class UnknownResult(ValueError):
 
 def trace_dict(result: Any, case_id: str) -> dict[str, Any]:
     """The agent's result as a trace dict (not yet validated: `kit.trace.parse_trace` does that), or
-    UnknownResult naming what was found."""
+    UnknownResult naming what was found. An empty result (`[]`, `()`, `{"messages": []}`) is no run. An
+    `end_state` handed as a database (a sqlite3 or DuckDB connection, a database file's path) is read into
+    its tables' rows and columns (`end_state_columns`)."""
+    result = with_end_state_read(result)
+    data = _trace_dict(result, case_id)
+    if isinstance(result, dict) and "end_state_columns" in result:
+        data["end_state_columns"] = result["end_state_columns"]
+    return data
+
+
+class Unreadable:
+    """A result whose end-state database could not be read where the agent returned it; `trace_dict` turns
+    it into UnknownResult saying why."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def with_end_state_read(result: Any) -> Any:
+    """`result`, with an `end_state` given as a database replaced by its tables (rows) and their columns, or
+    Unreadable saying why it could not be read. Called in the thread the agent returned in (a sqlite3
+    connection serves only the thread that made it) and again by `trace_dict` (then a no-op). Never raises."""
+    if not isinstance(result, dict) or "end_state" not in result or isinstance(result["end_state"], dict):
+        return result
+    from kit.importers.end_state import end_state_of
+
+    try:
+        state = end_state_of(result["end_state"])
+    except Exception as e:  # a database the agent closed, or anything else it could not hand over
+        return Unreadable(str(e) if isinstance(e, ValueError) else f"returned an end_state that cannot be read: {e}")
+    if state is None:
+        return result
+    return {**result, **state.fields()}
+
+
+def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
+    if isinstance(result, Unreadable):
+        raise UnknownResult(result.why)
+    if isinstance(result, list | tuple) and not result:
+        raise UnknownResult(f"returned no run (an empty {type(result).__name__})")
     origin = _origin(result)
     if origin == "openai_agents":
         return _converted(_from_run_result(result), case_id, "openai_agents")
@@ -60,7 +99,7 @@ def trace_dict(result: Any, case_id: str) -> dict[str, Any]:
         decoded = _json_or_none(result)
         if decoded is None:
             raise UnknownResult(f"returned {type(result).__name__}, {EXPECTED}")
-        return trace_dict(decoded, case_id)
+        return _trace_dict(decoded, case_id)
     if isinstance(result, dict):
         return _from_dict(result, case_id)
     if isinstance(result, list | tuple):
@@ -95,12 +134,15 @@ def _json_or_none(raw: bytes | bytearray | str) -> Any:
 
 
 def _from_dict(result: dict[str, Any], case_id: str) -> dict[str, Any]:
-    if "spans" in result or "final_output" in result or (result and set(result) <= TRACE_FIELDS):
-        return dict(result)
     messages = result.get("messages")
-    if isinstance(messages, list | tuple):
-        extra = {k: v for k, v in result.items() if k != "messages"}
-        return _from_messages(list(messages), extra, case_id, where="a message list")
+    if "spans" not in result and isinstance(messages, list | tuple):
+        if not messages and result.get("final_output") is None:
+            raise UnknownResult("returned no run (a dict whose `messages` is empty)")
+        if messages:  # what the agent did is in its messages, `final_output` beside them or not
+            extra = {k: v for k, v in result.items() if k != "messages"}
+            return _from_messages(list(messages), extra, case_id, where="a message list")
+    if "spans" in result or "final_output" in result or (result and set(result) <= TRACE_FIELDS):
+        return {k: v for k, v in result.items() if k != "messages"}
     if isinstance(result.get("choices"), list) or isinstance(result.get("traj"), list):
         return _converted({"messages": [result]} if "choices" in result else result, case_id, "openai")
     keys = ", ".join(repr(k) for k in list(result)[:8]) or "no keys"

@@ -47,6 +47,7 @@ from kit.evaluate import error_run, evaluate
 from kit.result import CaseRun
 from kit.runner.agents import Agent, MalformedTrace, resolve_awaitable, to_trace
 from kit.runner.conversation import NextMessage, TurnError, converse, scripted
+from kit.runner.frameworks import with_end_state_read
 from kit.runner.slots import Slots, from_env
 from kit.trace import Trace, parse_trace
 from kit.usersim import UserModelError
@@ -150,7 +151,8 @@ def call_agent(agent: Agent, case: Case, attempt: int, timeout: float | None, ru
     """What the agent returns for this case and attempt (`run()` instead of `agent.call` when given: a whole
     conversation), or AgentTimeout after `timeout` seconds."""
     # An `async def` agent's coroutine is awaited inside the same time limit.
-    work = run if run is not None else (lambda: resolve_awaitable(agent.call(case, attempt)))
+    # A database handed as the end state is read in the thread that made it (sqlite3 serves no other).
+    work = run if run is not None else (lambda: with_end_state_read(resolve_awaitable(agent.call(case, attempt))))
     if not timeout:
         return work()
     if threading.current_thread() is threading.main_thread():

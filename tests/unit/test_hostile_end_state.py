@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _oracle import make_trace, run1
+from _oracle import make_case, make_trace, run1
 
 from kit.checks import end_state as es
+from kit.errors import KitInputError
 
 SECRET = "kit-secret-7f3a9c"
 
@@ -123,13 +124,13 @@ def test_reading_the_temp_folder_through_the_check_gives_no_content_in_the_reaso
 
 def test_the_sandbox_has_no_temp_folder_and_no_persistent_secrets(hostile_cwd):
     trace = make_trace(end_state={"t": [{"a": 1}]})
-    rows = es._SANDBOX.query(
-        trace,
+    es._SANDBOX.query(trace, "SELECT * FROM t", 10)
+    # A query may not list the settings (below); the kit's own connection reads them.
+    rows = es._SANDBOX.con.execute(
         "SELECT name, value FROM duckdb_settings() WHERE name IN "
         "('temp_directory', 'allow_persistent_secrets', 'enable_external_access', 'autoinstall_known_extensions', "
         "'autoload_known_extensions', 'lock_configuration') ORDER BY name",
-        10,
-    )
+    ).fetchall()
     assert dict(rows) == {
         "allow_persistent_secrets": "false",
         "autoinstall_known_extensions": "false",
@@ -188,3 +189,46 @@ def test_an_unknown_function_keeps_duckdbs_own_words():
     trace = make_trace(end_state={"orders": [{"id": 1}]})
     r = run1(trace, {"type": "end_state", "query": "SELECT no_such_fn(id) FROM orders", "empty": True})
     assert r.error and "no_such_fn" in r.reason
+
+
+# --- the catalogue, settings, secrets and extensions are not the end state's -----------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM duckdb_secrets()",
+        "SELECT * FROM DuckDB_Secrets()",
+        'SELECT * FROM "duckdb_secrets"()',
+        "SELECT * FROM duckdb_settings()",
+        "SELECT * FROM duckdb_extensions()",
+        "SELECT * FROM duckdb_secret_types()",
+        "SELECT * FROM which_secret('s3://bucket/x', 's3')",
+        "SELECT current_setting('temp_directory')",
+        "SELECT * FROM pg_catalog.pg_settings",
+        "SELECT * FROM pragma_version()",
+        "SELECT * FROM query('SELECT * FROM duckdb_' || 'secrets()')",
+        "SELECT * FROM query /* a comment */ ('SELECT 1')",
+        "SELECT * FROM query_table('t')",
+        "SELECT getvariable('x')",
+        "SELECT * FROM duckdb_logs()",
+    ],
+)
+def test_settings_secrets_and_extensions_are_refused_at_load_and_in_the_sandbox(hostile_cwd, query):
+    with pytest.raises(KitInputError, match="end_state query reads the end state's tables only"):
+        make_case({"type": "end_state", "query": query, "empty": True})
+    trace = make_trace(end_state={"t": [{"a": 1}]})
+    with pytest.raises(es.EndStateError, match="end_state query reads the end state's tables only"):
+        es._SANDBOX.query(trace, query, 10)
+
+
+def test_a_column_named_query_or_setting_is_still_a_column():
+    trace = make_trace(end_state={"searches": [{"query": "bike", "setting": "x"}]})
+    r = run1(trace, {"type": "end_state", "query": "SELECT query, setting FROM searches", "expected": [["bike", "x"]]})
+    assert r.passed, r.reason
+
+
+def test_a_declared_column_type_goes_into_the_sandbox_only_from_the_allowed_list():
+    bad = make_trace(end_state={"t": []}, end_state_columns={"t": {"a": "INTEGER); DROP TABLE t; --"}})
+    r = run1(bad, {"type": "end_state", "query": "SELECT * FROM t", "empty": True})
+    assert r.error and "type 'INTEGER); DROP TABLE t; --' is not one the sandbox takes" in r.reason
