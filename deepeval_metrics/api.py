@@ -155,18 +155,17 @@ def case_rubric_metrics(
         recorded on it for the store.
     rubrics: a RubricSet or the path of a rubrics file; None: the plan's (the settings' `rubrics`; none if
         that file does not exist).
-    judge: a kit.judge.JudgeConfig; None: the settings' judge (`[tool.kit.judge]`, KIT_JUDGE_*), if any.
+    judge: a kit.judge.JudgeConfig; None: the plan's judge (`[tool.kit.judge]`, KIT_JUDGE_*), if any.
     """
     from deepeval_metrics.conversation_rubric import conversation_rubric_metrics
     from deepeval_metrics.rubric_metric import rubric_metrics
-    from kit.judge import judge_config
 
     if not isinstance(rubrics, RubricSet):
         path = Path(rubrics) if rubrics is not None else plan().rubrics
         if rubrics is None and not path.exists():
             return []
         rubrics = load_rubrics(path)
-    judge = judge if judge is not None else judge_config()
+    judge = judge if judge is not None else plan().judge
     make = conversation_rubric_metrics if getattr(case, "is_multi_turn", False) else rubric_metrics
     return list(make(rubrics, case, judge, log))
 

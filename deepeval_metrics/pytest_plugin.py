@@ -34,7 +34,6 @@ from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
 from deepeval_metrics.runner import plan  # noqa: E402
 from deepeval_metrics.session import EvalSession  # noqa: E402
 from kit.gate.policy import load_policy  # noqa: E402
-from kit.judge import judge_config  # noqa: E402
 
 __all__ = [
     "kit_session",
@@ -59,8 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
         set_backend(NoopBackend())
     distributed = _is_worker(config) or getattr(config.option, "dist", "no") not in (None, "no")
     pin_deepeval_io(distributed=distributed)
-    judge = judge_config()
+    judge = plan().judge
     _SESSION = EvalSession.begin(
+        plan(),
         "deepeval",
         worker=_is_worker(config),
         agent=plan().agent.name,

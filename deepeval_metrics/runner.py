@@ -1,21 +1,24 @@
 """What the DeepEval eval runs: the one plan (kit.plan) every front end runs from. The settings' agent
 (`[tool.kit] agent`, KIT_AGENT, `make evals AGENT=`), exactly as `kit run --agent` takes it, else the kit's
 reference agent; the settings' cases, invariants, rubrics, timeout and model id; and, when `make evals`
-hands over its kit stage's runs (KIT_REPLAY_RUNS), those runs judged instead of calling the agent again."""
+hands over its kit stage's runs (the plan's `replay_runs`), those runs judged instead of calling the agent again.
+Under `make evals` the plan is the document the pipeline wrote (kit.plan.current_plan): its variant, policy and
+cassettes too."""
 
 from __future__ import annotations
 
 import functools
 
 from kit.case import Case
-from kit.plan import Plan, make_plan
+from kit.plan import Plan, current_plan
 from kit.runner import Invocation
 
 
 @functools.cache
 def plan() -> Plan:
-    """The plan of this process (settings are read once: a DeepEval session is one run)."""
-    return make_plan()
+    """The plan of this process, read once (a DeepEval session is one run): the plan document `make evals`
+    hands over (KIT_PLAN), else the settings'."""
+    return current_plan()
 
 
 def cost(run: Invocation) -> dict[str, float | int]:

@@ -10,11 +10,9 @@ from typing import Any
 from deepeval_metrics.caselog import CaseLog
 from kit.gate.policy import GatePolicy
 from kit.gate.verdict import SoftFloor, soft_floors
-from kit.plan import trace_model
+from kit.plan import Plan, trace_model
 from kit.store import Store, new_run_id, open_store
 from kit.store.queries import soft_gates
-
-RUN_ID_ENV = "KIT_RUN_ID"
 
 
 class EvalSession:
@@ -27,19 +25,25 @@ class EvalSession:
 
     @classmethod
     def begin(
-        cls, source: str = "deepeval", *, worker: bool = False, meta: dict[str, Any] | None = None, **run: Any
+        cls,
+        plan: Plan,
+        source: str = "deepeval",
+        *,
+        worker: bool = False,
+        meta: dict[str, Any] | None = None,
+        **run: Any,
     ) -> EvalSession:
-        """The controller (or a lone process) starts the run, under KIT_RUN_ID if set; an xdist worker joins
-        the run its controller started (the id travels in the environment, set before workers spawn)."""
-        store = open_store()
+        """The controller (or a lone process) starts the run in the plan's store, under the plan's run id if
+        it has one, as part of its `make evals` (evals id); an xdist worker joins the run its controller
+        started: the controller hands its workers, before they spawn, the plan with that run id."""
+        store = open_store(plan.store)
         if worker:
-            run_id = os.environ.get(RUN_ID_ENV)
-            if not run_id:
-                raise RuntimeError(f"an xdist worker found no {RUN_ID_ENV}: the controller did not start a run")
-            return cls(store, run_id, owner=False)
-        run_id = os.environ.get(RUN_ID_ENV) or new_run_id(source)
-        store.start_run(source, run_id=run_id, meta=meta, **run)
-        os.environ[RUN_ID_ENV] = run_id
+            if not plan.settings.run_id:
+                raise RuntimeError("an xdist worker's plan has no run id: the controller did not start a run")
+            return cls(store, plan.settings.run_id, owner=False)
+        run_id = plan.settings.run_id or new_run_id(source)
+        store.start_run(source, run_id=run_id, meta=meta, evals_id=plan.evals_id, **run)
+        os.environ.update(plan.derive(run_id=run_id).env())
         return cls(store, run_id, owner=True)
 
     def record(self, log: CaseLog) -> None:

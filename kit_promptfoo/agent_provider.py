@@ -5,7 +5,7 @@ agent`); the kit's reference agent only for a config that says it is the referen
 as the kit's own configs do) or names a fault variant. A config that names no agent anywhere is an error
 for every test, never the reference agent under another name. All of it through the one plan (kit.plan)
 that `kit run` and DeepEval run from, so the same settings give the same agent, invariants and model id.
-With recorded runs (KIT_REPLAY_RUNS, set by `make evals`), a golden test judges the kit stage's run of its
+With recorded runs (the plan's `replay_runs`, set by `make evals`), a golden test judges the kit stage's run of its
 case and attempt instead of calling the agent again.
 
 Promptfoo keeps this module loaded in a persistent Python worker and calls `call_api` again and again,
@@ -30,9 +30,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kit.errors import KitInputError
-from kit.plan import Plan, make_plan
+from kit.plan import Plan, current_plan
 from kit.result import CaseRun
-from kit.settings import load_settings
 from kit_promptfoo.digest import seal
 from kit_promptfoo.kit_request import KitVars, load_case, merged, request_case
 
@@ -49,11 +48,9 @@ def _cost(trace: dict[str, Any]) -> float:
 
 
 def _plan(req: KitVars) -> Plan:
-    """The plan for this call: the config's agent over the settings'; the target's own variant (the red
-    team's control) wins over the settings' (`make evals VARIANT=...`)."""
-    return make_plan(
-        load_settings(), agent=req.agent, variant=req.variant, policy=req.policy, reference_ok=req.reference
-    )
+    """The plan for this call: the plan document `make evals` hands over (KIT_PLAN), else the settings'; the
+    config's agent over it, and the target's own variant (the red team's control) over its variant."""
+    return current_plan(agent=req.agent, variant=req.variant, policy=req.policy, reference_ok=req.reference)
 
 
 def verdict(case_run: CaseRun) -> dict[str, Any]:
@@ -80,7 +77,7 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     started = time.perf_counter()
     vars_ = (context or {}).get("vars") or {}
     try:
-        # Once per call: the worker outlives edits to pyproject.toml and KIT_* can differ per call.
+        # Once per call: the worker outlives edits to pyproject.toml, and the plan can differ per call.
         req = merged((options or {}).get("config"), vars_)
         plan = _plan(req)
         case = load_case(req.case_file, req.case_id, plan) if req.case_file and req.case_id else None

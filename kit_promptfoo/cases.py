@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit.settings import load_settings
+from kit.plan import current_plan
 from kit_promptfoo.genconfig import suite_tests
 
 
 def generate_tests(config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One Promptfoo test per case and attempt. `config` (from the config's `tests:` entry, optional):
-    `cases`, a case file or folder to read instead of the settings' `cases`."""
-    path = Path((config or {}).get("cases") or load_settings().cases)
+    `cases`, a case file or folder to read instead of the plan's cases (kit.plan.current_plan)."""
+    path = Path((config or {}).get("cases") or current_plan().cases)
     return suite_tests(path)[0]

@@ -109,11 +109,9 @@ def suite_tests(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     invariants file, else the one beside the cases: what `kit run` and DeepEval use), and one test per case
     or file that does not load, whose provider call fails with the loading error (never left out)."""
     from kit.case import load_suite
-    from kit.plan import suite_invariants
-    from kit.settings import load_settings
+    from kit.plan import current_plan, suite_invariants
 
-    settings = load_settings()
-    suite = load_suite(path, suite_invariants(settings, path))
+    suite = load_suite(path, suite_invariants(current_plan().settings, path))
     tests = [t for c in sorted(suite.cases, key=lambda c: (_rel(c.file), c.id)) for t in case_tests(c)]
     for error in suite.errors:
         # The provider reports the case file's loading error for this test (kit_promptfoo.kit_request).

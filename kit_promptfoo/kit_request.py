@@ -27,7 +27,7 @@ class KitVars(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
     variant: str | None = None
     policy: str | None = None
-    # The agent this config runs (`module:callable`); else the settings' (KIT_AGENT, [tool.kit] agent).
+    # The agent this config runs (`module:callable`); else the plan's (KIT_AGENT, [tool.kit] agent).
     agent: str | None = None
     # Only the kit's own reference configs run the reference agent when no agent is named anywhere.
     reference: bool = False
@@ -80,9 +80,16 @@ def agent_input(prompt: str) -> str | list[dict[str, str]]:
     return prompt
 
 
-def resolve(path: str) -> Path:
+def resolve(path: str, plan: Any = None) -> Path:
+    """A case file a test names, relative to the project root (the plan's, default: this process's)."""
     p = Path(path)
-    return p if p.is_absolute() else project_root() / p
+    if p.is_absolute():
+        return p
+    if plan is None:
+        from kit.plan import current_plan
+
+        plan = current_plan()
+    return project_root(plan.settings) / p
 
 
 @lru_cache(maxsize=64)
@@ -97,16 +104,16 @@ def _load_file(path: str, mtime_ns: int, invariants: str | None) -> tuple[dict[s
 
 def load_case(case_file: str, case_id: str, plan: Any = None) -> Any:
     """The case `case_id` of `case_file` (relative to the project root), its invariants the plan's
-    (`Plan.invariants_for`; default: the settings' plan), or ValueError naming both."""
-    path = resolve(case_file)
+    (`Plan.invariants_for`; default: this process's plan, kit.plan.current_plan), or ValueError naming both."""
+    if plan is None:
+        from kit.plan import current_plan
+
+        plan = current_plan()
+    path = resolve(case_file, plan)
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:
         raise ValueError(f"{case_file}: case '{case_id}': no such case file") from None
-    if plan is None:
-        from kit.plan import make_plan
-
-        plan = make_plan()
     invariants = plan.invariants_for(path)
     cases, errors = _load_file(str(path), mtime, str(invariants) if invariants else None)
     case = cases.get(case_id)

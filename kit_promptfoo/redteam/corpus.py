@@ -51,16 +51,12 @@ class Attack(BaseModel):
 
 
 def configured() -> Path:
-    """The settings' corpus (`[tool.kit.redteam] corpus`, KIT_REDTEAM_CORPUS), relative to the project root:
-    the generator and the hook read the same attacks the red-team config was built for. `generic`: the
-    kit's own attacks for any tool-using agent (generic/attacks.yaml beside this module)."""
-    from kit.settings import load_settings, project_root
+    """The plan's corpus (kit.plan: `Plan.redteam_corpus`, the settings' `[tool.kit.redteam] corpus` relative
+    to the project root, else the generic attacks for another agent than the reference one): the generator and
+    the hook read the same attacks the red-team config was built for, from the plan `make evals` hands over."""
+    from kit.plan import current_plan
 
-    settings = load_settings()
-    path = settings.redteam.corpus
-    if str(path) == "generic":
-        return GENERIC
-    return path if path.is_absolute() else project_root(settings) / path
+    return current_plan().redteam_corpus
 
 
 def load(path: Path | None = None) -> tuple[Attack, ...]:

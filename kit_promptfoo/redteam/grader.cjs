@@ -1,5 +1,8 @@
 // Promptfoo provider (JavaScript, inside Promptfoo's own process): the red team's LLM graders, answered by the
-// kit's one judge (KIT_JUDGE_MODEL at KIT_JUDGE_BASE_URL, the variables `make evals` exports from the settings).
+// kit's one judge: the `judge` of the plan document KIT_PLAN names (kit.plan: `make evals` and every front end
+// that starts Promptfoo hand it over), resolved once by kit.judge.judge_config; its API key from the variable
+// the document names (a secret is never written to the document). Without a plan document, the judge comes
+// from the project's Python (kit.plan.current_plan), never from a second reading of the settings here.
 //
 // Why not the Python generator (redteam/generator.py, which forwards the same way): Promptfoo
 // 0.123.1 loads the grading provider anew for every graded test, and a Python provider is a new pool of
@@ -7,25 +10,50 @@
 // team. A JavaScript provider is a module Node loads once. Same request, same answer, same errors.
 "use strict";
 
+const fs = require("node:fs");
+const { execFileSync } = require("node:child_process");
+
 const HOSTED = { openai: "https://api.openai.com/v1" };
 
+// The plan document: the file KIT_PLAN names, else the one the project's Python writes for its current plan.
+// Read once per Promptfoo process (a document's file name is its content's hash: it never changes).
+let cached = null;
+function planDocument() {
+  if (cached) return cached;
+  let file = (process.env.KIT_PLAN || "").trim();
+  if (!file) {
+    const python = process.env.PROMPTFOO_PYTHON || ".venv/bin/python";
+    const code = "from kit.plan import current_plan; print(current_plan().env()['KIT_PLAN'])";
+    file = execFileSync(python, ["-c", code], { stdio: ["ignore", "pipe", "pipe"] })
+      .toString()
+      .trim();
+  }
+  cached = { file, doc: JSON.parse(fs.readFileSync(file, "utf8")) };
+  return cached;
+}
+
 function judge() {
-  const env = process.env;
-  const model = env.KIT_JUDGE_MODEL || "";
-  const provider = (env.KIT_JUDGE_PROVIDER || "").toLowerCase() || (env.KIT_JUDGE_BASE_URL ? "openai-compatible" : "openai");
-  const baseUrl = (env.KIT_JUDGE_BASE_URL || HOSTED[provider] || "").replace(/\/+$/, "");
-  const timeoutS = Number(env.KIT_JUDGE_TIMEOUT || 60);
-  const retries = Number.parseInt(env.KIT_JUDGE_RETRIES || "1", 10);
-  const temperature = Number(env.KIT_JUDGE_TEMPERATURE || 0);
+  let plan;
+  try {
+    plan = planDocument();
+  } catch (e) {
+    return { error: `red-team grading could not read the plan document: ${e && e.message ? e.message : e}` };
+  }
+  const j = plan.doc.judge;
+  if (!j) return { error: `red-team grading needs a judge: KIT_JUDGE_MODEL is not set (the plan ${plan.file} has none)` };
+  if (j.error) return { error: j.error };
+  // The secret's variable, as the document names it.
+  const keyVar = Object.keys(plan.doc.secrets || {}).find((v) => plan.doc.secrets[v] === "judge.api_key");
+  const baseUrl = (j.base_url || HOSTED[j.provider] || "").replace(/\/+$/, "");
   return {
-    model,
-    provider,
+    model: j.model,
+    provider: j.provider,
     baseUrl,
-    apiKey: env.KIT_JUDGE_API_KEY || "not-needed",
-    timeoutMs: (Number.isFinite(timeoutS) && timeoutS > 0 ? timeoutS : 60) * 1000,
-    retries: Number.isInteger(retries) && retries >= 0 ? Math.min(retries, 10) : 1,
-    temperature: Number.isFinite(temperature) ? temperature : 0,
-    describe: `judge ${model} at ${baseUrl || provider}`,
+    apiKey: (keyVar && process.env[keyVar]) || "not-needed",
+    timeoutMs: j.timeout_s * 1000,
+    retries: j.retries,
+    temperature: j.temperature,
+    describe: `judge ${j.model} at ${baseUrl || j.provider}`,
   };
 }
 
@@ -70,7 +98,7 @@ class KitJudgeGrader {
 
   async callApi(prompt) {
     const cfg = judge();
-    if (!cfg.model) return { error: "red-team grading needs a judge: KIT_JUDGE_MODEL is not set" };
+    if (cfg.error) return { error: cfg.error };
     if (cfg.provider !== "openai-compatible" && cfg.provider !== "openai") {
       return { error: `red-team grading needs an OpenAI-compatible judge; ${cfg.describe} is ${cfg.provider}` };
     }
