@@ -61,8 +61,9 @@ _EXTRA_KEYS = ("cassette", "name", "description", "metadata")
 @dataclass(frozen=True, slots=True)
 class CheckSpec:
     """One check of a case, its parameters validated and compiled. `label` is the name of its result,
-    computed once here: the `name:` the case gives, else the check type and its subject (and its turn).
-    `turn` scopes the check to the spans of one turn of a conversation (None: the whole trace)."""
+    computed once here: the `name:` the case gives, else the check type and its subject (and its scope).
+    `turn` scopes the check to the spans of one turn of a conversation (None: the whole trace); `agent` to
+    one agent's calls, messages and handoffs, `server` to the tool calls that went to one MCP server."""
 
     type: str
     params: dict[str, Any]
@@ -70,6 +71,8 @@ class CheckSpec:
     invariant: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     turn: Turn | None = None
+    agent: str | None = None
+    server: str | None = None
 
     def __post_init__(self) -> None:
         # Deep-frozen, so nothing handed a case (an agent, say) can change what a check demands.
@@ -221,6 +224,7 @@ def parse_check(
     type_ = params.pop("type", None)
     label = params.pop("name", None)
     turn = params.pop("turn", None)
+    scope = {k: params.pop(k) for k in SCOPES if k in params}
     if type_ is None:
         raise KitInputError("missing 'type'", file=file, case=case, check=where)
     if turn is not None and turn != "last" and (type(turn) is not int or turn < 0):
@@ -230,6 +234,14 @@ def parse_check(
             case=case,
             check=f"{where} ({type_})",
         )
+    for key, value in scope.items():
+        if not isinstance(value, str) or not value.strip():
+            raise KitInputError(
+                f"{key} must be the name of {'an agent' if key == 'agent' else 'an MCP server'}, got {value!r}",
+                file=file,
+                case=case,
+                check=f"{where} ({type_})",
+            )
     definition = REGISTRY.get(type_) if isinstance(type_, str) else None
     if definition is None:
         raise KitInputError(
@@ -255,7 +267,12 @@ def parse_check(
         name = str(label)
     else:
         name = definition.name_for(parsed) + ("" if turn is None else "@last" if turn == "last" else f"@turn{turn}")
-    return CheckSpec(type_, parsed, name, invariant, raw, turn)
+        name += "".join(f"@{key}:{value}" for key, value in scope.items())
+    return CheckSpec(type_, parsed, name, invariant, raw, turn, scope.get("agent"), scope.get("server"))
+
+
+# Keys any check takes besides its parameters, each scoping it to part of the trace.
+SCOPES = ("agent", "server")
 
 
 def did_you_mean(word: Any, known: Any) -> str:

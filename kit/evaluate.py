@@ -3,6 +3,7 @@ CheckSpec). A check that raises is an `error` that keeps its traceback, never a 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kit.checks import REGISTRY
@@ -44,22 +45,52 @@ def _no_turn(spec: CheckSpec, trace: Trace) -> Result | None:
     return Result(spec.label, False, f"no turn {spec.turn} in this conversation (it has {n} turn{'s' * (n != 1)})")
 
 
+def _no_agent(spec: CheckSpec, trace: Trace) -> Result | None:
+    """A fail naming the agent when the run has no agent of the spec's name."""
+    if spec.agent is None or spec.agent in trace.agent_names:
+        return None
+    have = trace.agent_names
+    known = f"its agents: {', '.join(have)}" if have else "a run of one agent that names none"
+    return Result(spec.label, False, f"agent {spec.agent}: no such agent in this run ({known})")
+
+
+def _scoped(spec: CheckSpec, trace: Trace, views: dict[object, Trace]) -> Trace:
+    """The part of the trace the spec judges: one turn, then one agent's or one server's spans."""
+    key = (spec.turn, spec.agent, spec.server)
+    view = views.get(key)
+    if view is None:
+        view = trace if spec.turn is None else trace.for_turn(spec.turn)
+        if spec.agent is not None:
+            view = view.for_agent(spec.agent)
+        if spec.server is not None:
+            view = view.for_server(spec.server)
+        views[key] = view
+    return view
+
+
+def _named(result: Result, spec: CheckSpec) -> Result:
+    """The result with the scope its reason is about in front: `agent billing: ...`, `server files: ...`."""
+    scope = "".join(
+        f"{what} {name}: " for what, name in (("agent", spec.agent), ("server", spec.server)) if name is not None
+    )
+    return replace(result, reason=scope + result.reason) if scope and result.reason else result
+
+
 def evaluate(trace: Trace, case: Case, *, run_id: str | None = None) -> CaseRun:
-    """Every check of the case on the trace; a check scoped to a turn judges that turn's spans only."""
+    """Every check of the case on the trace; a check scoped to a turn, an agent or an MCP server judges that
+    part's spans only, and its reason names the agent or server."""
     views: dict[object, Trace] = {}
     results = []
     for spec in case.checks:
-        if spec.turn is None:
+        if spec.turn is None and spec.agent is None and spec.server is None:
             results.append(run_check(spec, trace))
             continue
-        missing = _no_turn(spec, trace)
+        missing = _no_turn(spec, trace) or _no_agent(spec, trace)
         if missing is not None:
             results.append(missing)
             continue
-        view = views.get(spec.turn)
-        if view is None:
-            view = views[spec.turn] = trace.for_turn(spec.turn)
-        results.append(run_check(spec, view))
+        result = run_check(spec, _scoped(spec, trace, views))
+        results.append(_named(result, spec) if spec.agent is not None or spec.server is not None else result)
     return CaseRun(
         case_id=case.id,
         attempt=trace.attempt,

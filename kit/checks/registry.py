@@ -12,7 +12,9 @@ Pydantic is imported when a case's parameters are first parsed, not with the reg
 
 from __future__ import annotations
 
+import functools
 import inspect
+import keyword
 import string
 import sys
 import types
@@ -92,10 +94,29 @@ def check(
             raise RuntimeError(f"check type {type_!r} registered twice")
         _keyword_only(type_, fn)
         # The registry holds the check under its time limit; the module keeps the plain function.
-        REGISTRY[type_] = CheckDef(type_, bounded(fn), fn, label or type_, validate)
+        REGISTRY[type_] = CheckDef(type_, bounded(_by_case_names(fn)), fn, label or type_, validate)
         return fn
 
     return register
+
+
+def param_name(name: str) -> str:
+    """A parameter's name in a case: the Python name, but `from` for `from_` (a keyword cannot be one)."""
+    bare = name[:-1]
+    return bare if name.endswith("_") and keyword.iskeyword(bare) else name
+
+
+def _by_case_names(fn: CheckFn) -> CheckFn:
+    """`fn` called with parameters under their names in a case (`from`), as the parsed parameters are keyed."""
+    renamed = {param_name(n): n for n in list(inspect.signature(fn).parameters)[1:] if param_name(n) != n}
+    if not renamed:
+        return fn
+
+    @functools.wraps(fn)
+    def call(trace: Any, **params: Any) -> Verdict:
+        return fn(trace, **{renamed.get(k, k): v for k, v in params.items()})
+
+    return call
 
 
 def _keyword_only(type_: str, fn: CheckFn) -> None:
@@ -135,6 +156,6 @@ def _params_model(type_: str, fn: CheckFn) -> type[BaseModel]:
         default = ... if p.default is inspect.Parameter.empty else p.default
         # A parameter named like a BaseModel attribute (`schema`) is stored under another field name.
         field_name = f"{name}_" if hasattr(BaseModel, name) else name
-        fields[field_name] = (Annotated[hints[name], Field(alias=name)], default)
+        fields[field_name] = (Annotated[hints[name], Field(alias=param_name(name))], default)
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, validate_default=True)
     return create_model(f"{type_}_params", __config__=config, **fields)

@@ -15,14 +15,16 @@ import pytest
 import yaml
 
 from kit.checks import REGISTRY
+from kit.checks.registry import param_name
 
 CONTRACT = Path(__file__).resolve().parents[2] / "docs" / "CONTRACT.md"
 TYPES = sorted(REGISTRY)
 
 
 def _signature(type_: str) -> dict[str, inspect.Parameter]:
-    """The check's parameters, in order: every keyword argument after the trace."""
-    return dict(list(inspect.signature(REGISTRY[type_].plain).parameters.items())[1:])
+    """The check's parameters, in order, under their names in a case (`from` for `from_`): every keyword
+    argument after the trace."""
+    return {param_name(n): p for n, p in list(inspect.signature(REGISTRY[type_].plain).parameters.items())[1:]}
 
 
 def catalogue_rows(text: str) -> dict[str, tuple[str, str]]:
