@@ -9,10 +9,13 @@ gates.yaml)."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kit.gate.rules import CaseRule, RunRules
 
 if TYPE_CHECKING:
     from kit.store import Store
@@ -52,13 +55,21 @@ def main(args: argparse.Namespace) -> int:
     # A disk that cannot take results may have lost the latest run: never gate the one before it instead.
     store.check_writable()
     failed = False
-    for n in floor_notes:
-        print(f"note: {n}")
     try:
         refs = args.run or _default_runs(store, args.source)
         for ref in refs:
             result = gate_run(store, ref, policy, floors, baseline=args.baseline, source=args.source)
-            for n in result.notes:
+            if not result.own_rules:  # the files as they are now judge it: say what could not be read
+                floor_notes, notes = [], [*floor_notes, *result.notes]
+            elif args.config or args.cases:
+                notes = [
+                    f"run {result.run['run_id']} recorded its own rules: --config and --cases apply only to "
+                    "runs stored without them",
+                    *result.notes,
+                ]
+            else:
+                notes = list(result.notes)
+            for n in notes:
                 print(f"note: {n}")
             if result.problems:
                 failed = True
@@ -81,6 +92,7 @@ class GateResult:
     problems: tuple[str, ...]
     notes: tuple[str, ...]
     pass_rate: float | None
+    own_rules: bool = True  # judged by the rules the run recorded (else by the files as they are now)
 
     @property
     def passed(self) -> bool:
@@ -105,24 +117,98 @@ def gate_run(
     source: str | None = None,
 ) -> GateResult:
     """The gate (kit.gate.verdict.verdict) on one run, against `baseline` (a run reference) when given: what
-    `kit gate` prints and `make evals` shows, from one function. RunNotFound, or KitInputError when the
-    baseline is the gated run itself."""
+    `kit gate` prints and `make evals` shows, from one function. The run is judged by the rules it recorded
+    (kit.gate.rules); `policy` and `floors` (the files as they are now) apply only to a run stored without
+    them, and the notes say so, as they say which case file changed since the run and which run the
+    baseline is and why. RunNotFound, or KitInputError when the baseline is the gated run itself."""
     from kit.errors import KitInputError
     from kit.gate.verdict import Baseline, verdict
     from kit.report.data import gather
     from kit.store import queries as q
 
     data = gather(store, ref, source=source)
-    base_data = None
-    if baseline:
-        with store.connect() as con:
-            base = q.resolve_run(con, baseline, source or data.run["source"])
-            if base == data.run["run_id"]:
+    run_id = data.run["run_id"]
+    with store.connect() as con:
+        recorded = q.run_rules_json(con, run_id)
+        rules, notes = _rules_of(recorded, run_id, policy, floors or {})
+        base_data = None
+        if baseline:
+            base, why = _baseline(con, baseline, data.run, rules.policy.baseline.max_error_share, source)
+            if base == run_id:
                 raise KitInputError(f"baseline {baseline!r} is the gated run itself")
-            flips = q.compare(con, base, data.run["run_id"])
-            base_data = Baseline(base, flips, q.case_counts(con, base), q.soft_gates(con, base))
-    fails, notes = verdict(data, policy, base_data, floors or {})
-    return GateResult(data.run, tuple(fails), tuple(notes), data.totals["pass_rate"])
+            notes.append(why)
+            flips = q.compare(con, base, run_id)
+            base_rules = RunRules.from_json(q.run_rules_json(con, base))
+            base_data = Baseline(base, flips, q.case_counts(con, base), q.soft_gates(con, base), base_rules)
+    fails, more = verdict(data, rules, base_data)
+    own = RunRules.from_json(recorded) is not None
+    return GateResult(data.run, tuple(fails), tuple(notes + more), data.totals["pass_rate"], own)
+
+
+def _rules_of(
+    recorded_json: str | None, run_id: str, policy: Any, floors: dict[str, float]
+) -> tuple[RunRules, list[str]]:
+    """The rules a run is judged by, with notes: those it recorded (and which of its case files changed
+    since, or whether gates.yaml did), else the files as they are now."""
+    recorded = RunRules.from_json(recorded_json)
+    if recorded is None:
+        cases = {c: CaseRule(floor=f, own=True) for c, f in floors.items()}
+        why = (
+            "stored without them (an older kit, or a tool's results ingested)"
+            if recorded_json is None
+            else ("recorded in a form this kit cannot read")
+        )
+        note = f"run {run_id} has no rules of its own ({why}): judged by the case files and gates.yaml as they are now"
+        return RunRules(cases=cases, policy=policy), [note]
+    notes = recorded.changed_files()
+    if policy is not None and policy != recorded.policy:
+        notes.append(f"the gate policy changed since run {run_id}: judged by the policy recorded with the run")
+    if recorded.origin == "ingest":
+        notes.append(f"run {run_id}'s rules were read from the settings when its results were ingested")
+    return recorded, notes
+
+
+def _baseline(con: Any, ref: str, run: dict[str, Any], max_error_share: float, source: str | None) -> tuple[str, str]:
+    """The baseline run for `ref`, and a note saying which run it is and why. An outage (every attempt
+    errored, or more than `max_error_share`) is never picked for `previous` or `latest`: the run before it is."""
+    from kit.store import queries as q
+
+    src = source or run["source"]
+    base = q.resolve_run(con, ref, src, max_error_share=max_error_share)
+    errored, attempts = q.error_share(con, base)
+    outage = bool(attempts) and (errored == attempts or errored > max_error_share * attempts)
+    if outage and re.fullmatch(r"latest(~\d+)?|previous", ref):
+        choice = q.baseline_choice(con, base, max_error_share)
+        if choice.run_id is None:
+            raise q.RunNotFound(
+                f"no baseline for {ref!r}: run {base} is an outage ({errored}/{attempts} attempts errored) and every "
+                "earlier complete run of the same source, kind and agent is one too, or there is none"
+            )
+        skipped = ((base, errored, attempts), *choice.outages)
+        return choice.run_id, _why(choice.run_id, ref, skipped, max_error_share)
+    if outage:
+        return base, (
+            f"baseline run {base} (named by {ref!r}) is an outage: {errored}/{attempts} attempts errored, so the "
+            "comparison says little"
+        )
+    mine = q.baseline_choice(con, run["run_id"], max_error_share)
+    if base == mine.run_id:
+        return base, _why(base, ref, mine.outages, max_error_share)
+    return base, f"compared against baseline run {base} (named by {ref!r})"
+
+
+def _why(base: str, ref: str, outages: tuple[tuple[str, int, int], ...], max_error_share: float) -> str:
+    line = (
+        f"compared against baseline run {base} ({ref!r}: the last complete run of the same source, kind and agent "
+        f"that is not an outage"
+    )
+    if outages:
+        shown = ", ".join(f"{r} ({e}/{n} attempts errored)" for r, e, n in outages[:3])
+        more = f" and {len(outages) - 3} more" if len(outages) > 3 else ""
+        line += (
+            f"; passed over {shown}{more}: over the {max_error_share:.0%} errored that baseline.max_error_share allows"
+        )
+    return line + ")"
 
 
 def case_floors(path: Path) -> tuple[dict[str, float], list[str]]:

@@ -37,13 +37,18 @@ class SoftPolicy(_Strict):
 
 
 class BaselinePolicy(_Strict):
-    # fail: a case that passed every attempt in the baseline and not now fails. significant: a case whose
-    # pass fraction fell by more than chance explains (one-sided Fisher exact, Holm over the cases compared,
-    # p under alpha) fails; a smaller change is noise, listed. ignore: changes are listed, never fail.
+    # A case fails when its pass fraction is under its floor. fail: a case that met its floor in the baseline
+    # and misses it now is a new failure, and fails. significant: the same, and a case whose pass fraction
+    # fell by more than chance explains (one-sided Fisher exact, Holm over the cases compared, p under
+    # alpha) fails even above its floor; a smaller change is noise, listed. ignore: changes are listed.
     new_failures: Literal["fail", "significant", "ignore"] = "fail"
     alpha: float = Field(0.05, gt=0, lt=1)
     # A soft gate whose pass rate fell by more than this since the baseline fails, even above its floor.
     soft_max_drop: float | None = Field(0.1, ge=0, le=1)
+    # A run with more than this share of its attempts errored (an outage), or with every attempt errored, is
+    # never picked as a baseline (`previous`, make evals' baseline): against an outage everything improves.
+    # kit.store.queries.MAX_ERROR_SHARE is the same default.
+    max_error_share: float = Field(0.5, ge=0, le=1)
 
 
 class RunsPolicy(_Strict):

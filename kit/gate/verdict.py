@@ -13,6 +13,7 @@ from typing import Any
 
 from kit.aggregate import evidence, p_text
 from kit.gate.policy import GatePolicy
+from kit.gate.rules import RunRules
 from kit.report.data import ReportData
 from kit.store.queries import Comparison
 
@@ -75,35 +76,32 @@ def soft_floors(rows: Iterable[Mapping[str, Any]], policy: GatePolicy) -> list[S
     ]
 
 
-def case_floor(case_id: str, policy: GatePolicy, floors: Mapping[str, float] | None = None) -> float:
-    """The pass fraction a case must reach: its own `min_pass_fraction`, else `hard.min_pass_fraction`."""
-    own = (floors or {}).get(case_id)
-    return policy.hard.min_pass_fraction if own is None else own
-
-
 @dataclass(frozen=True)
 class Baseline:
     """The run a gated run is held against: its flips with the checks behind them (`queries.compare`), its
-    per-case (passed, attempts) (`queries.case_counts`) and its soft gates (`queries.soft_gates`)."""
+    per-case (passed, attempts) (`queries.case_counts`), its soft gates (`queries.soft_gates`) and the rules
+    it recorded (its floors: None for a run stored without them, then the gated run's floors apply)."""
 
     run_id: str
     comparison: Comparison
     counts: Mapping[str, tuple[int, int]]
     soft: list[dict[str, Any]]
+    rules: RunRules | None = None
 
 
 def _side(passed: int, attempts: int) -> str:
     return f"{passed}/{attempts} ({passed / attempts:.2f})" if attempts else "0/0"
 
 
-def verdict(
-    data: ReportData,
-    policy: GatePolicy,
-    baseline: Baseline | None = None,
-    floors: Mapping[str, float] | None = None,
-) -> tuple[list[str], list[str]]:
-    """(failures, notes): each failure names the run, the rule and what broke it. `floors`: the cases' own
-    `min_pass_fraction` by case id (a case without one is held to `hard.min_pass_fraction`)."""
+def _meets(passed: int, attempts: int, floor: float) -> bool:
+    return bool(attempts) and passed / attempts >= floor - 1e-12
+
+
+def verdict(data: ReportData, rules: RunRules, baseline: Baseline | None = None) -> tuple[list[str], list[str]]:
+    """(failures, notes): each failure names the run, the rule and what broke it. `rules`: what the run is
+    held to (the policy, each case's floor: its own `min_pass_fraction`, else `hard.min_pass_fraction`),
+    as the run recorded them. A case fails when its pass fraction is under its floor."""
+    policy = rules.policy
     fails: list[str] = []
     notes: list[str] = []
     run_id = data.run["run_id"]
@@ -112,6 +110,12 @@ def verdict(
             f"run {run_id} is {data.run.get('status')}: it did not finish or lacks results (killed, still "
             "running, cases that did not load, or records the store quarantined)"
         )
+    if policy.runs.require_complete and rules.not_loaded:
+        # Whatever the source: a suite with cases missing is not a suite that passed.
+        shown = "; ".join(rules.not_loaded[:3]) + (
+            f"; {len(rules.not_loaded) - 3} more" if len(rules.not_loaded) > 3 else ""
+        )
+        fails.append(f"run {run_id} is incomplete: {len(rules.not_loaded)} case(s) or file(s) did not load: {shown}")
     if not data.cases and not data.soft:
         fails.append(f"run {run_id} has no results")
     failing: dict[str, list[dict[str, Any]]] = {}
@@ -119,9 +123,9 @@ def verdict(
         failing.setdefault(f["case_id"], []).append(f)
     for c in data.cases:
         case_id, passed, attempts = c["case_id"], int(c["c"]), int(c["n"])
-        floor = case_floor(case_id, policy, floors)
+        floor = rules.floor(case_id)
         under = f"passed {_side(passed, attempts)}, under its floor {floor:.2f}"
-        below = bool(attempts) and passed / attempts < floor - 1e-12
+        below = bool(attempts) and not _meets(passed, attempts, floor)
         if below and not policy.hard.fail_on_failure:
             notes.append(f"case {case_id} {under} (hard.fail_on_failure is off)")
         elif below:
@@ -163,17 +167,39 @@ def verdict(
                     f"soft gate {f.rubric}: pass rate dropped from {was:.2f} to {now:.2f} since the baseline "
                     f"(at most {policy.baseline.soft_max_drop:.2f} allowed)"
                 )
+    # One meaning of a failed case: under its floor. A new failure met its floor in the baseline (the
+    # baseline's recorded floor) and misses it now; `significant` adds drops chance does not explain, even
+    # above the floor.
+    # With hard.fail_on_failure on, the floor has failed such a case already: that it is new is a note.
+    failing_new = policy.baseline.new_failures != "ignore" and not policy.hard.fail_on_failure
+    for line in _new_failures(data, rules, baseline, failing):
+        (fails if failing_new else notes).append(line)
     if policy.baseline.new_failures == "significant":
         more_fails, more_notes = _significant(data, policy, baseline)
         fails += more_fails
         notes += more_notes
-    else:
-        for f in baseline.comparison.pass_to_fail:
-            msg = f"new failure vs baseline {baseline.run_id}: case {f.case_id} {f.before:.2f} → {f.after:.2f}" + (
-                f" (checks: {', '.join(f.checks)})" if f.checks else ""
-            )
-            (fails if policy.baseline.new_failures == "fail" else notes).append(msg)
     return fails, notes
+
+
+def _new_failures(
+    data: ReportData, rules: RunRules, baseline: Baseline, failing: Mapping[str, list[dict[str, Any]]]
+) -> list[str]:
+    before_rules = baseline.rules or rules
+    out = []
+    for c in data.cases:
+        case_id, passed, attempts = c["case_id"], int(c["c"]), int(c["n"])
+        was = baseline.counts.get(case_id)
+        if was is None or not attempts:
+            continue
+        floor, was_floor = rules.floor(case_id), before_rules.floor(case_id)
+        if _meets(*was, was_floor) and not _meets(passed, attempts, floor):
+            checks = sorted({f["check"] for f in failing.get(case_id, [])})
+            out.append(
+                f"new failure vs baseline {baseline.run_id}: case {case_id} {_side(*was)} → "
+                f"{_side(passed, attempts)}, under its floor {floor:.2f}"
+                + (f" (checks: {', '.join(checks)})" if checks else "")
+            )
+    return out
 
 
 def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline) -> tuple[list[str], list[str]]:

@@ -63,6 +63,7 @@ def _run(args: RunRequest, the_plan: Any) -> int:
     from kit.runner import RunOptions, jobs_for, parse_shard, run_suite, shard_cases
     from kit.runner.output import Progress, report
     from kit.runner.recorded import RunsWriter
+    from kit.store.shards import shard_record, suite_hash
 
     if args.runs is not None and args.runs < 1:
         raise KitInputError(f"--runs must be at least 1, got {args.runs}")
@@ -78,11 +79,14 @@ def _run(args: RunRequest, the_plan: Any) -> int:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.id, g) for g in args.only)]
     if not cases:
         raise KitInputError("no cases to run" + (f" match {args.only}" if args.only else ""), file=str(the_plan.cases))
+    suite_cases = cases
     if shard:
         cases = shard_cases(cases, *shard, runs=args.runs)
     agent = the_plan.agent
+    rules = _rules(the_plan, cases, args)
 
     jobs = jobs_for(cases, args.runs)
+    ids = [c.id for c in cases]
     run_id = the_plan.settings.run_id or _new_run_id()
     run_row = {
         "run_id": run_id,
@@ -93,7 +97,14 @@ def _run(args: RunRequest, the_plan: Any) -> int:
         "agent": agent.name,
         "model": the_plan.model,
         "config_hash": _config_hash(agent.name, cases, args.runs),
-        "meta": {"shard": args.shard, "workers": args.workers, "pool": args.pool, "runs": len(jobs)},
+        "meta": {
+            # Which slice of which suite this is, so a merge can tell a missing, doubled or foreign shard.
+            "shard": shard_record(*(shard or (1, 1)), suite_hash(suite_cases, args.runs), len(suite_cases), ids),
+            "workers": args.workers,
+            "pool": args.pool,
+            "runs": len(jobs),
+        },
+        "rules": rules.to_dict(),
     }
     if not (shard or args.no_store):
         _refuse_newer_store(the_plan.store)
@@ -155,6 +166,15 @@ def _run(args: RunRequest, the_plan: Any) -> int:
     return 0 if runs and all(r.passed for r in runs) else 1
 
 
+def _rules(the_plan: Any, cases: list[Any], args: RunRequest) -> Any:
+    """The rules this run runs under (kit.gate.rules), recorded with it: the gate judges it by these."""
+    from kit.gate.policy import load_policy
+    from kit.gate.rules import run_rules
+
+    policy = load_policy(the_plan.settings.gates)
+    return run_rules(the_plan.suite, policy, case_ids=[c.id for c in cases], runs=args.runs, with_errors=not args.only)
+
+
 def _refuse_newer_store(path: Path) -> None:
     """A store a newer kit wrote is bad input before any agent call, not after every run was paid for."""
     from kit.store import open_store
@@ -198,28 +218,21 @@ def run_merge(request: RunRequest) -> tuple[int, list[str]]:
 
 def _merged(args: RunRequest) -> tuple[int, list[str]]:
     """`--merge SHARD...`: the last job of a CI matrix loads every shard and gates on the whole suite."""
-    import duckdb
-
     from kit.aggregate import summarize
     from kit.runner.output import report
     from kit.store import open_store
-    from kit.store.shards import load_case_runs, merge_shards, shard_run_ids
+    from kit.store.shards import load_case_runs, merge_suite
 
     for p in args.merge:
         if not Path(p).exists():
             raise KitInputError("no such shard file or folder", file=p)
     store = open_store(args.store)
     with store.connect() as con:
-        added: dict[str, int] = {}
-        for p in args.merge:
-            try:
-                for table, n in merge_shards(con, [p]).items():
-                    added[table] = added.get(table, 0) + n
-            except (duckdb.Error, OSError, ValueError) as e:
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-                raise KitInputError(f"not a shard file: {first}", file=p) from None
-        run_ids = shard_run_ids(con, args.merge)
-        runs = [r for rid in run_ids for r in load_case_runs(con, rid)]
+        # Every shard checked against the others before anything is stored: a missing, doubled, foreign or
+        # corrupt one is refused, naming it, and no partial run is stored as complete.
+        shards, added = merge_suite(con, args.merge)
+        run_ids = [shards[0].run_id]
+        runs = load_case_runs(con, run_ids[0])
     summary = summarize(runs)
     if args.json:
         print(
@@ -289,6 +302,7 @@ class _Sink:
                 config_hash=run_row["config_hash"],
                 run_id=run_row["run_id"],
                 meta=run_row["meta"],
+                rules=run_row["rules"],
             )
         except Exception as e:  # the store is optional: results must never be lost because of it
             self._store_failed(e)

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import duckdb
 
@@ -93,6 +93,13 @@ def new_run_id(source: str) -> str:
     return f"{stamp}-{source}-{uuid.uuid4().hex[:6]}"
 
 
+class _Rules(Protocol):
+    """A run's rules as the store keeps them (kit.gate.rules.RunRules; the gate reads the store, so the store
+    does not import the gate)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 def _labelled_control(*labels: str | None) -> bool:
     return any(str(label or "").startswith("control-") for label in labels)
 
@@ -132,6 +139,7 @@ class Store:
         started_at: str | None = None,
         kind: RunKind | None = None,
         evals_id: str | None = None,
+        rules: _Rules | Mapping[str, Any] | None = None,
     ) -> str:
         """Record a new run and return its id.
 
@@ -141,7 +149,9 @@ class Store:
         `kind`: a golden eval, a red team or a control (a deliberately vulnerable target); baselines and
         comparisons pair only runs of one kind; unset, a `control-…` model or agent is a control, anything
         else a golden eval. `evals_id`: the `make evals` this run belongs to (default:
-        $KIT_EVALS_ID, which the pipeline sets for every stage).
+        $KIT_EVALS_ID, which the pipeline sets for every stage). `rules`: what the run is held to
+        (a `kit.gate.rules.RunRules`, from `run_rules`): the gate judges it by these, not by the files as
+        they are later.
         """
         from kit import __version__
 
@@ -164,6 +174,7 @@ class Store:
                 "meta": meta,
                 "kind": kind or ("control" if _labelled_control(agent, model) else "golden"),
                 "evals_id": evals_id or os.environ.get(EVALS_ID_ENV) or None,
+                "rules": rules if rules is None or isinstance(rules, Mapping) else rules.to_dict(),
             }
         )
         return run_id

@@ -31,9 +31,9 @@ RECORD_CHARS = 100_000  # how much of a quarantined line the table keeps
 
 _APPLY = (
     """INSERT INTO runs (run_id, source, started_at, git_sha, agent, model, config_hash, kit_version,
-                         status, owner, meta, kind, evals_id)
+                         status, owner, meta, kind, evals_id, rules)
        SELECT run_id, source, started_at, git_sha, agent, model, config_hash, kit_version,
-              coalesce(status, 'running'), owner, meta, coalesce(kind, 'golden'), evals_id
+              coalesce(status, 'running'), owner, meta, coalesce(kind, 'golden'), evals_id, rules
        FROM ev WHERE t = 'run' AND run_id NOT IN (SELECT run_id FROM runs)
        QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY ts) = 1""",
     """INSERT INTO case_results (run_id, case_id, attempt, passed, steps, tokens, cost_usd, latency_ms,

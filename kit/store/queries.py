@@ -119,20 +119,26 @@ def _latest(con: duckdb.DuckDBPyConnection, source: str | None, back: int = 0, k
 
 
 def resolve_run(
-    con: duckdb.DuckDBPyConnection, ref: str = "latest", source: str | None = None, kind: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    ref: str = "latest",
+    source: str | None = None,
+    kind: str | None = None,
+    *,
+    max_error_share: float | None = None,
 ) -> str:
     """A run id from a reference: `latest` (the newest run that is not a red-team control; right after
     `make evals`, its kit run), `previous` (latest's baseline: the run before it of the same source, kind and
     agent), `latest~N`, a run id or its unique prefix, a git sha (prefix) or a model id (its latest run).
     `kind` (golden, redteam) narrows `latest` and `previous` to runs of that kind. A control run is never
-    `latest` or `previous`; name it by its id."""
+    `latest` or `previous`; name it by its id, and an outage never `previous` (`max_error_share`: more
+    errored attempts than this share make one; default MAX_ERROR_SHARE)."""
     src_sql, src_params = ("AND source = ?", [source]) if source else ("", [])
     m = re.fullmatch(r"latest(?:~(\d+))?|previous", ref)
     if m:
         back = 0 if ref == "previous" else int(m.group(1) or 0)
         found = _latest(con, source, back, kind)
         if found is not None and ref == "previous":
-            found = baseline_run(con, found)
+            found = baseline_run(con, found, MAX_ERROR_SHARE if max_error_share is None else max_error_share)
             if found is None:
                 raise RunNotFound(
                     "no run 'previous' in the store: latest has no earlier complete run of the same source, kind "
@@ -161,7 +167,7 @@ def evals_runs(con: duckdb.DuckDBPyConnection, evals_id: str) -> list[str]:
 
 
 def run_info(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
-    rows = _rows(con, f"SELECT * EXCLUDE (meta, kind), {KIND_SQL} AS kind FROM runs WHERE run_id = ?", [run_id])
+    rows = _rows(con, f"SELECT * EXCLUDE (meta, kind, rules), {KIND_SQL} AS kind FROM runs WHERE run_id = ?", [run_id])
     if not rows:
         raise RunNotFound(f"no run {run_id!r}")
     return rows[0]
@@ -315,21 +321,77 @@ def is_control(run: dict[str, Any]) -> bool:
     return str(run.get("model") or "").startswith("control-") or str(run.get("agent") or "").startswith("control-")
 
 
-def baseline_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+# A run with more than this share of its attempts errored (an outage: the agent or its provider down) is
+# never picked as a baseline: against it every case would look like an improvement. gates.yaml's
+# `baseline.max_error_share` (kit.gate.policy) has the same default.
+MAX_ERROR_SHARE = 0.5
+
+
+def _outage_sql(alias: str, max_error_share: float) -> str:
+    """SQL true when the run `alias` errored on every attempt, or on more than the share given."""
+    share = float(max_error_share)
+    return f"""EXISTS (SELECT 1 FROM case_results e WHERE e.run_id = {alias}.run_id GROUP BY e.run_id
+                       HAVING count_if(e.outcome = 'error' OR e.error IS NOT NULL) = count(*)
+                           OR count_if(e.outcome = 'error' OR e.error IS NOT NULL) > {share!r} * count(*))"""
+
+
+def baseline_run(con: duckdb.DuckDBPyConnection, run_id: str, max_error_share: float = MAX_ERROR_SHARE) -> str | None:
     """The run a run is compared with (`kit report`'s comparison, `make evals`' flips and gate): the latest
     earlier complete run of the same source, kind and agent (a golden eval is never compared with a red
-    team), never a control. The model may differ: what flipped between models is exactly the question."""
+    team), never a control, never an outage (every attempt errored, or more than `max_error_share` of them).
+    The model may differ: what flipped between models is exactly the question."""
+    choice = baseline_choice(con, run_id, max_error_share)
+    return choice.run_id
+
+
+@dataclass(frozen=True)
+class BaselineChoice:
+    """The baseline picked for a run, and the newer candidates passed over as outages (run id, errored
+    attempts, attempts), so the gate can say which run it compared against and why."""
+
+    run_id: str | None
+    outages: tuple[tuple[str, int, int], ...] = ()
+
+
+def baseline_choice(
+    con: duckdb.DuckDBPyConnection, run_id: str, max_error_share: float = MAX_ERROR_SHARE
+) -> BaselineChoice:
+    """`baseline_run` with the outages it passed over on the way."""
     p_kind, r_kind = kind_sql("p"), kind_sql("r")
-    row = con.execute(
-        f"""SELECT p.run_id FROM runs p, runs r
+    rows = con.execute(
+        f"""SELECT p.run_id, {_outage_sql("p", max_error_share)} AS outage,
+                  (SELECT count_if(e.outcome = 'error' OR e.error IS NOT NULL) FROM case_results e
+                   WHERE e.run_id = p.run_id) AS errored,
+                  (SELECT count(*) FROM case_results e WHERE e.run_id = p.run_id) AS attempts
+           FROM runs p, runs r
            WHERE r.run_id = ? AND p.source = r.source AND coalesce(p.agent, '') = coalesce(r.agent, '')
              AND {p_kind} = {r_kind} AND {p_kind} <> 'control'
              AND (p.started_at, p.run_id) < (r.started_at, r.run_id)
              AND coalesce(p.status, 'complete') = 'complete'
-           ORDER BY p.started_at DESC, p.run_id DESC LIMIT 1""",
+           ORDER BY p.started_at DESC, p.run_id DESC""",
+        [run_id],
+    ).fetchall()
+    outages: list[tuple[str, int, int]] = []
+    for rid, outage, errored, attempts in rows:
+        if not outage:
+            return BaselineChoice(str(rid), tuple(outages))
+        outages.append((str(rid), int(errored or 0), int(attempts or 0)))
+    return BaselineChoice(None, tuple(outages))
+
+
+def error_share(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int]:
+    """(errored attempts, attempts) of a run."""
+    row = con.execute(
+        "SELECT count_if(outcome = 'error' OR error IS NOT NULL), count(*) FROM case_results WHERE run_id = ?",
         [run_id],
     ).fetchone()
-    return None if row is None else str(row[0])
+    return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+
+
+def run_rules_json(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The rules a run recorded (kit.gate.rules.RunRules as JSON text), None for a run stored without them."""
+    row = con.execute("SELECT rules FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def run_ids(con: duckdb.DuckDBPyConnection) -> set[str]:

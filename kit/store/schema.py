@@ -71,6 +71,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE case_results ADD COLUMN agent_s DOUBLE",
         "ALTER TABLE case_results ADD COLUMN kit_s DOUBLE",
     ),
+    (  # 8: the rules a run ran under (kit.gate.rules.RunRules: case floors and runs, case files and their
+        # sha256, cases that did not load, the gate policy), so it is judged by them and not by files read later
+        "ALTER TABLE runs ADD COLUMN rules JSON",
+    ),
 )
 
 LATEST = len(MIGRATIONS)

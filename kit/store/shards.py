@@ -5,16 +5,24 @@ A shard file is a folder holding `runs.parquet`, `case_results.parquet` and `che
 (written by DuckDB), or one `.json` file `{"runs": [...], "case_results": [...], "check_results": [...]}`.
 Columns are the store's (`kit.store.schema`) and rows are `kit.store.rows.case_rows`, so merging is
 `INSERT ... BY NAME SELECT * FROM read_parquet`.
+
+A shard's run row records which slice it is (`meta.shard`, `shard_record`): its index and count, the hash
+of the whole suite, the suite's number of cases and the shard's case ids; the row itself has the run id
+and agent. `merge_suite` checks a set of shards against each other before it stores anything: a missing,
+duplicated, foreign (another run id, agent or suite) or unreadable shard is refused, naming it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kit import duck
 from kit.errors import KitInputError
@@ -156,3 +164,160 @@ def load_case_runs(con: Any, run_id: str) -> list[Any]:
         CaseRun(case_id, attempt, tuple(checks.get((case_id, attempt), ())), run_id=run_id, error=error)
         for case_id, attempt, error in rows
     ]
+
+
+# --- a set of shards as one suite run -------------------------------------------------------------------
+
+
+class ShardRecord(BaseModel):
+    """Which slice of which suite a shard file holds (its run row's `meta.shard`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int = Field(ge=1)
+    count: int = Field(ge=1)
+    suite: str = Field(min_length=1)  # suite_hash of the whole suite the shards split
+    total: int = Field(ge=0)  # how many cases the whole suite has
+    cases: tuple[str, ...] = ()  # this shard's case ids
+
+
+def suite_hash(cases: Sequence[Any], runs: int | None) -> str:
+    """Same cases (ids, inputs, checks, runs) and the same `--runs`: the same hash, in any order."""
+    h = hashlib.sha256(f"runs={runs}".encode())
+    for c in sorted(cases, key=lambda c: c.id):
+        raw = [c.id, c.input, getattr(c, "turns", None), c.runs, [s.raw for s in c.checks]]
+        h.update(json.dumps(raw, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def shard_record(index: int, count: int, suite: str, total: int, case_ids: Iterable[str]) -> dict[str, Any]:
+    return ShardRecord(index=index, count=count, suite=suite, total=total, cases=tuple(case_ids)).model_dump()
+
+
+@dataclass(frozen=True)
+class Shard:
+    path: str
+    run_id: str
+    agent: str | None
+    status: str | None
+    record: ShardRecord
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+
+
+def _read_shard(con: Any, p: Path) -> Shard:
+    """One shard file read whole (every row of every table decoded, so a cut or corrupt file is found here,
+    not half-way through a merge), with its record; KitInputError naming it otherwise."""
+    where = str(p)
+    if not p.exists():
+        raise KitInputError("no such shard file or folder", file=where)
+    try:
+        for table in TABLES:
+            source = _source(con, p, table)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _whole AS SELECT * FROM {source}")
+        runs = _source(con, p, "runs")
+        found = con.execute(f"SELECT run_id, agent, status, meta FROM {runs}").fetchall()
+        ids = {r[0] for r in con.execute(f"SELECT DISTINCT run_id FROM {_source(con, p, 'case_results')}").fetchall()}
+        cases = {
+            r[0] for r in con.execute(f"SELECT DISTINCT case_id FROM {_source(con, p, 'case_results')}").fetchall()
+        }
+    except KitInputError:
+        raise
+    except (duckdb.Error, OSError, ValueError) as e:
+        raise KitInputError(f"not a readable shard (cut or corrupt?): {_first_line(e)}", file=where) from None
+    if len(found) != 1:
+        raise KitInputError(f"not a shard file: {len(found)} runs rows, a shard has exactly one", file=where)
+    run_id, agent, status, meta = found[0]
+    try:
+        raw = (json.loads(meta) if isinstance(meta, str) else meta or {}).get("shard")
+        record = ShardRecord.model_validate(raw)
+    except (ValueError, AttributeError, ValidationError):
+        raise KitInputError(
+            "no shard record (which slice of which suite it holds): made by an older kit, or not a shard; "
+            "run the shards again with this kit",
+            file=where,
+        ) from None
+    if ids - {run_id}:
+        raise KitInputError(f"results of another run ({', '.join(sorted(map(str, ids - {run_id})))})", file=where)
+    if cases - set(record.cases):
+        raise KitInputError(
+            f"results of cases not in the shard: {', '.join(sorted(cases - set(record.cases)))}", file=where
+        )
+    return Shard(where, str(run_id), agent, status, record)
+
+
+def check_shards(paths: Sequence[str | Path]) -> list[Shard]:
+    """The shards as one suite run, or KitInputError naming the shard that does not belong: every slice
+    1..count present once, all of one run id, agent and suite, no case in two slices."""
+    if not paths:
+        raise KitInputError("no shard files to merge")
+    con = duck.connect()
+    try:
+        migrate(con)
+        shards = [_read_shard(con, Path(p)) for p in paths]
+    finally:
+        con.close()
+    first = shards[0]
+    for s in shards[1:]:
+        for what, mine, theirs in (
+            ("run id", s.run_id, first.run_id),
+            ("agent", s.agent, first.agent),
+            ("suite (its cases, checks or runs differ)", s.record.suite, first.record.suite),
+            ("shard count", s.record.count, first.record.count),
+        ):
+            if mine != theirs:
+                raise KitInputError(
+                    f"foreign shard: its {what} is {mine!r}, shard {first.path} has {theirs!r} (give every shard "
+                    "of one suite the same --run-id, agent, cases and --shard i/N)",
+                    file=s.path,
+                )
+    seen: dict[int, Shard] = {}
+    owner: dict[str, str] = {}
+    for s in shards:
+        if s.record.index in seen:
+            raise KitInputError(
+                f"duplicate shard: {s.record.index}/{s.record.count} is also {seen[s.record.index].path}", file=s.path
+            )
+        seen[s.record.index] = s
+        for c in s.record.cases:
+            if c in owner:
+                raise KitInputError(f"case {c} is in two shards (also {owner[c]})", file=s.path)
+            owner[c] = s.path
+    missing = [i for i in range(1, first.record.count + 1) if i not in seen]
+    if missing:
+        raise KitInputError(
+            f"shard(s) {', '.join(f'{i}/{first.record.count}' for i in missing)} of run {first.run_id} missing: "
+            f"merging {len(shards)} of {first.record.count} would store a suite run with cases left out"
+        )
+    if len(owner) != first.record.total:
+        raise KitInputError(
+            f"the shards of run {first.run_id} hold {len(owner)} cases, their suite has {first.record.total}"
+        )
+    return shards
+
+
+def merge_suite(con: Any, paths: Sequence[str | Path]) -> tuple[list[Shard], dict[str, int]]:
+    """Check the shards (`check_shards`), then load them in one transaction: nothing is stored unless the
+    whole suite is, and the run is `complete` only when every shard's run was. A run id the store holds
+    already under another source or agent is refused."""
+    shards = check_shards(paths)
+    run_id = shards[0].run_id
+    row = con.execute("SELECT source, agent FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    if row is not None and (row[0] != "kit" or row[1] != shards[0].agent):
+        raise KitInputError(
+            f"the store holds run {run_id} already, of source {row[0]} and agent {row[1]!r}, not the shards' "
+            f"{shards[0].agent!r}",
+            file=shards[0].path,
+        )
+    con.execute("BEGIN TRANSACTION")
+    try:
+        added = merge_shards(con, [s.path for s in shards])
+        if any(s.status != "complete" for s in shards):
+            con.execute("UPDATE runs SET status = 'incomplete' WHERE run_id = ?", [run_id])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return shards, added

@@ -36,6 +36,7 @@ EVENT_COLUMNS: dict[str, str] = {
     "kit_version": "VARCHAR",
     "owner": "VARCHAR",
     "meta": "JSON",
+    "rules": "JSON",  # kit.gate.rules.RunRules of a run event
     "kind": "VARCHAR",
     "evals_id": "VARCHAR",
     "status": "VARCHAR",

@@ -74,7 +74,8 @@ def test_new_failures_against_baseline(store, tmp_path, capsys):
     )
     assert _gate(store, tmp_path, "--baseline", "old", policy=policy) == 1
     err = capsys.readouterr().err
-    assert "new failure vs baseline" in err and "case b 1.00 → 0.00 (checks: no_pii)" in err
+    assert "new failure vs baseline" in err and "case b 1/1 (1.00) → 0/1 (0.00), under its floor 1.00" in err
+    assert "(checks: no_pii)" in err
     assert "case c" not in err  # failed before too: not new
 
 
@@ -143,21 +144,43 @@ def _record_counts(store, counts: dict[str, tuple[int, int]], model: str) -> str
     return run_id
 
 
-def test_one_bit_against_evidence(store, tmp_path, capsys):
-    """`fail` decides on one bit (60/60 -> 59/60 fails; 59/60 -> 30/60 is no new failure); `significant`
-    decides on the counts (the first is noise, the second a regression)."""
-    _record_counts(store, {"tiny": (60, 60), "collapse": (59, 60)}, model="old")
-    _record_counts(store, {"tiny": (59, 60), "collapse": (30, 60)}, model="new")
-    floors = "hard: {min_pass_fraction: 0.5}\n"
+def test_one_meaning_of_a_failed_case(store, tmp_path, capsys):
+    """A case fails when its pass fraction is under its floor. `fail`: a case that met its floor in the
+    baseline and misses it now (60/60 -> 59/60 stays over a 0.5 floor: no new failure; 59/60 -> 29/60 falls
+    under it: one); `significant` adds a drop chance does not explain, even above the floor."""
+    _record_counts(store, {"tiny": (60, 60), "collapse": (59, 60), "drop": (60, 60)}, model="old")
+    _record_counts(store, {"tiny": (59, 60), "collapse": (29, 60), "drop": (31, 60)}, model="new")
+    floors = "hard: {min_pass_fraction: 0.5, fail_on_failure: false}\n"
     assert _gate(store, tmp_path, "--baseline", "old", policy=floors + "baseline: {new_failures: fail}\n") == 1
     err = capsys.readouterr().err
-    assert "new failure vs baseline" in err and "case tiny 1.00 → 0.98" in err and "collapse" not in err
+    assert "new failure vs baseline" in err and "case collapse 59/60 (0.98) → 29/60 (0.48), under its floor 0.50" in err
+    assert "tiny" not in err and "drop" not in err  # over its floor now: not a failed case
     assert _gate(store, tmp_path, "--baseline", "old", policy=floors + "baseline: {new_failures: significant}\n") == 1
     said = capsys.readouterr()
-    assert "significant drop vs baseline" in said.err and "case collapse 59/60 (0.98) → 30/60 (0.50)" in said.err
-    assert "tiny" not in said.err and "noise vs baseline" in said.out and "case tiny 60/60 (1.00) → 59/60" in said.out
+    assert "significant drop vs baseline" in said.err and "case drop 60/60 (1.00) → 31/60 (0.52)" in said.err
+    assert "new failure vs baseline" in said.err and "case collapse 59/60" in said.err
+    assert (
+        "case tiny" not in said.err and "noise vs baseline" in said.out and "case tiny 60/60 (1.00) → 59/60" in said.out
+    )
     assert _gate(store, tmp_path, "--baseline", "old", policy=floors + "baseline: {new_failures: ignore}\n") == 0
     assert "note: new failure vs baseline" in capsys.readouterr().out  # listed, not failed
+
+
+def test_a_random_agent_over_its_floors_passes_with_new_failures_fail(store, tmp_path, capsys):
+    """The case a new user met: 1.00 -> 0.90 with floor 0.7 is no failed case, so no new failure."""
+    _record_counts(store, {"extend-after-yes": (10, 10)}, model="old")
+    _record_counts(store, {"extend-after-yes": (9, 10)}, model="new")
+    policy = "hard: {min_pass_fraction: 0.7}\nbaseline: {new_failures: fail}\n"
+    assert _gate(store, tmp_path, "--baseline", "old", policy=policy) == 0
+    assert "new failure" not in capsys.readouterr().err
+    _record_counts(store, {"extend-after-yes": (6, 10)}, model="newer")  # under its floor now: fails, named
+    assert _gate(store, tmp_path, "--baseline", "old", policy=policy) == 1
+    said = capsys.readouterr()
+    assert "gate FAILED" in said.err and "1 problem(s)" in said.err  # failed once, by its floor
+    assert "hard fail: case extend-after-yes check no_pii (4x)" in said.err and "under its floor 0.70" in said.err
+    assert (
+        "note: new failure vs baseline" in said.out and "case extend-after-yes 10/10 (1.00) → 6/10 (0.60)" in said.out
+    )
 
 
 @pytest.mark.parametrize(

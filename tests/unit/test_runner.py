@@ -262,8 +262,8 @@ def test_merge_gates_on_the_whole_suite_from_its_shards(project, capsys):
     out = capsys.readouterr().out
     assert "ERROR boom" in out and "backend unavailable" in out
     assert "2/3 cases passed every run; 4/6 runs passed" in out
-    # Merging a shard again adds nothing, and the verdict is still the whole run's.
-    assert kit(["run", "--merge", "p1", "--store", "m.duckdb", "--json"]) == 1
+    # Merging the shards again adds nothing, and the verdict is still the whole run's.
+    assert kit(["run", "--merge", "p1", "p2", "--store", "m.duckdb", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["merged"]["case_results"] == 0 and data["summary"]["runs"] == 6
     assert kit(["run", "--merge", "nowhere"]) == 2
