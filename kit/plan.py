@@ -128,12 +128,21 @@ class Plan:
         return judge_config(self.settings)
 
     @property
+    def _kit_checkout(self) -> bool:
+        """The project is the kit's own checkout, whose redteam/attacks.yaml is the reference agent's shop
+        attacks; in a repository `kit init` set up, redteam/attacks.yaml is the user's own."""
+        try:
+            return generic_corpus().resolve().is_relative_to(project_root(self.settings).resolve())
+        except KitInputError:
+            return False
+
+    @property
     def redteam_corpus(self) -> Path:
         """The attacks the red team runs: the settings' corpus (relative to the project), else, for an agent
         other than the reference one (whose shop attacks are the default) or `corpus = "generic"`, the kit's
         generic attacks for any tool-using agent."""
         corpus = self.settings.redteam.corpus
-        if str(corpus) == GENERIC or (corpus == DEFAULT_CORPUS and not self.reference):
+        if str(corpus) == GENERIC or (corpus == DEFAULT_CORPUS and not self.reference and self._kit_checkout):
             return generic_corpus()
         return corpus if corpus.is_absolute() else project_root(self.settings) / corpus
 

@@ -2,12 +2,17 @@
 
 It writes the design card's layout and overwrites nothing: a file that exists is reported as already there
 (pyproject.toml, the Makefile and .env get the kit's block appended when they lack it; .gitignore the missing
-lines; a package.json of your own is named when it lacks Promptfoo).
+lines; a package.json of your own is named when it lacks Promptfoo). It writes inside the repository only:
+a path that is a link out of it, or a link to nothing, is an error before anything is written. Every value
+is written by its format's library (YAML, JSON) or escaped for it (TOML). An existing `[tool.kit]` naming
+another agent or other cases is an error; `--force` rewrites those keys and says so.
 
-    promptfooconfig.yaml          the provider file://providers/agent_provider.py with your agent in its config
+    promptfooconfig.yaml          the provider file://providers/agent_provider.py with your agent in its config,
+                                  and a `redteam:` section: `npx promptfoo redteam run` runs your attacks offline
     providers/                    thin files importing the kit's Promptfoo glue (kit_promptfoo)
-    redteam/                      the attacks file to fill in (the purpose is [tool.kit.redteam] purpose), and
-                                  the thin attack generator the red-team config names
+    redteam/                      your attacks (attacks.yaml), the invariants every attack is judged by
+                                  (invariants.yaml), the red team's case (case.yaml), and the thin generator,
+                                  hooks, grader and target the red-team config names
     tests/evals/                  for `deepeval test run tests/evals` (its conftest stores every result)
     <cases>                       one example case, when the cases file or folder does not exist yet
     evals/rubrics.yaml, gates.yaml  the kit's default rubrics and gate policy
@@ -17,23 +22,28 @@ lines; a package.json of your own is named when it lacks Promptfoo).
     .env                          the settings that keep Promptfoo and DeepEval offline
     .github/workflows/evals.yml   CI running `make evals`
 
-`kit init --check` says which of the generated files differ from what this version of the kit would write
-(after an upgrade: look at those, then delete and re-run `kit init` for the ones to take).
+`kit init --check` says which of the generated files differ from what this version of the kit would write,
+and for promptfooconfig.yaml which of its sections (after an upgrade: look at those, then delete and re-run
+`kit init` for the ones to take).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from kit import __version__
+import yaml
+
+from kit import __version__, yamlio
 from kit.errors import KitInputError
 
 PROMPTFOO_VERSION = "0.123.1"  # the kit's own package.json pins the same (a unit test holds them together)
@@ -45,7 +55,13 @@ DEFAULT_PURPOSE = (
 )
 GITIGNORE = (".venv/", "node_modules/", ".kit/", ".promptfoo/", ".deepeval/", ".env.local")
 ALREADY = "already there, left as it is"
-_SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+# The red team of a user's repository: its case, judged by the invariants beside it.
+REDTEAM_CASE = "redteam/case.yaml"
+REDTEAM_CASE_ID = "redteam-attack"
+ATTACKS = "redteam/attacks.yaml"
+# Promptfoo's static strategies, all offline; the adaptive ones need an attacker ([tool.kit.redteam] attacker).
+STRATEGIES: list[Any] = ["basic", "base64", "leetspeak", "homoglyph", {"id": "jailbreak-templates"}]
 
 Mode = Literal["file", "append"]
 
@@ -69,6 +85,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check", action="store_true", help="list the generated files this version would write otherwise"
     )
+    parser.add_argument(
+        "--force", action="store_true", help="rewrite [tool.kit] agent and cases when they name others (said)"
+    )
     parser.add_argument("--dir", type=Path, default=Path("."), help="the repository (default: the working directory)")
 
 
@@ -89,13 +108,145 @@ def kit_source() -> str:
     return f"agent-eval-kit=={__version__}"
 
 
+def toml_string(value: str) -> str:
+    """`value` as a TOML basic string: quotes, backslashes and every control character escaped (TOML
+    allows none of them raw, tab aside), so any text the user typed stays one valid value."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, width=110, allow_unicode=True)
+
+
+def redteam_folder() -> Path:
+    """The Promptfoo adapter's red-team data (template, generic attacks and invariants), found without
+    importing it (the kit imports no adapter)."""
+    spec = importlib.util.find_spec("kit_promptfoo")
+    if spec is None or not spec.submodule_search_locations:
+        raise KitInputError("the red team needs the kit's Promptfoo adapter (kit_promptfoo)")
+    return Path(next(iter(spec.submodule_search_locations))) / "redteam"
+
+
+def attack_counts(text: str, where: str) -> Counter[str]:
+    """Attacks per category of an attacks file's text (what each red-team plugin asks the generator for)."""
+    try:
+        data = yamlio.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise KitInputError(f"not valid YAML: {e}", file=where) from None
+    attacks = data.get("attacks") if isinstance(data, dict) else None
+    if not isinstance(attacks, list):
+        raise KitInputError("expected `attacks:`, a list of {id, category, text}", file=where)
+    return Counter(str(a.get("category")) for a in attacks if isinstance(a, dict))
+
+
+def redteam_plugins(counts: Counter[str], where: str) -> list[dict[str, Any]]:
+    """One Promptfoo plugin per category of the attacks (the adapter's template says which plugin carries
+    which category), each asking the kit's generator for every attack of its category."""
+    template = yamlio.safe_load((redteam_folder() / "template.yaml").read_text(encoding="utf-8"))
+    by_category = {
+        ((p.get("config") or {}).get("modifiers") or {}).get("kit_category"): p for p in template["redteam"]["plugins"]
+    }
+    if not counts:
+        # No plugins would make Promptfoo fall back on its own defaults: remote generation, 1,000+ tests.
+        raise KitInputError("holds no attacks: the red team needs at least one", file=where)
+    out = []
+    for category, n in counts.items():
+        plugin = by_category.get(category)
+        if plugin is None:
+            known = ", ".join(sorted(str(c) for c in by_category if c))
+            raise KitInputError(f"attack category {category!r} has no red-team plugin (known: {known})", file=where)
+        out.append({**plugin, "numTests": n})
+    return out
+
+
+def promptfoo_config(agent: str, purpose: str, plugins: list[dict[str, Any]]) -> dict[str, Any]:
+    """The root promptfooconfig.yaml: your cases (`npx promptfoo eval`) and your attacks (`npx promptfoo
+    redteam run`), both through the kit's provider and judged by its oracle, offline."""
+    return {
+        "description": agent,  # what the store keeps as the run's agent
+        "prompts": ["{{input}}"],
+        "providers": [
+            {"id": "file://providers/agent_provider.py", "label": agent, "config": {"agent": agent}},
+        ],
+        "defaultTest": {
+            # Every attack is judged by the red team's case; each of your cases names its own.
+            "vars": {"case_file": REDTEAM_CASE, "case_id": REDTEAM_CASE_ID},
+            "assert": [{"type": "javascript", "value": "file://providers/oracle_assert.cjs:get_assert"}],
+            # With a judge configured, Promptfoo's red-team graders ask it (redteam/grader.cjs).
+            "options": {"provider": "file://redteam/grader.cjs"},
+        },
+        "extensions": ["file://redteam/hooks.py:beforeAll", "file://providers/store_hook.py:afterAll"],
+        "tests": "file://providers/cases.py:generate_tests",
+        "redteam": {
+            "purpose": purpose,
+            # The kit's generator answers each plugin with your attacks of its category: no model, no network.
+            "provider": {"id": "file://redteam/generator.py", "config": {"workers": 1}},
+            "injectVar": "input",
+            "plugins": plugins,
+            "strategies": STRATEGIES,
+        },
+    }
+
+
+def _tools_json(root: Path, cases: str) -> Path | None:
+    """The agent's tools.json beside or above the cases, inside the repository."""
+    start = (root / cases).parent if cases.endswith((".yaml", ".yml")) else root / cases
+    for folder in (start, *start.parents):
+        if not folder.is_relative_to(root):
+            break
+        if (folder / "tools.json").is_file():
+            return folder / "tools.json"
+    return None
+
+
+def redteam_case(root: Path, cases: str) -> str:
+    """redteam/case.yaml: the one case judging every attack, by the invariants beside it (and, with a
+    tools.json, no call to a tool the agent does not have)."""
+    case: dict[str, Any] = {
+        "id": REDTEAM_CASE_ID,
+        "input": "(each attack replaces this)",
+        "tags": ["redteam"],
+        "invariants": list(yamlio.safe_load(_generic_invariants()) or {}),
+    }
+    tools = _tools_json(root, cases)
+    if tools is not None:
+        rel = Path("..") / tools.relative_to(root)
+        case["checks"] = [{"name": "no_unknown_tools", "type": "tool_schemas", "schemas": rel.as_posix()}]
+    header = (
+        "# The red team's case (written by `kit init`): every attack of `npx promptfoo redteam run` and `make evals`\n"
+        "# is judged by these invariants (redteam/invariants.yaml beside it). Add your own; they are yours.\n"
+    )
+    return header + _yaml([case])
+
+
+def _generic_invariants() -> str:
+    return (redteam_folder() / "generic" / "invariants.yaml").read_text(encoding="utf-8")
+
+
+def pyproject_block(agent: str, cases: str, purpose: str) -> str:
+    return (
+        _template("pyproject.toml.tmpl")
+        .replace("@AGENT@", toml_string(agent))
+        .replace("@CASES@", toml_string(cases))
+        .replace("@PURPOSE@", toml_string(purpose))
+    )
+
+
 def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generated]:
     """Every file `kit init` writes in `root` for this agent and case path, as this version of the kit writes
-    it (the example case only while the cases path does not exist)."""
+    it (the example case only while the cases path does not exist). The red team's plugins follow the
+    attacks file as it is (the kit's example while there is none)."""
     values = {
-        "@AGENT@": agent,
-        "@CASES@": cases,
-        "@PURPOSE@": purpose.replace("\\", "\\\\").replace('"', '\\"'),
         "@KIT_VERSION@": __version__,
         "@PROMPTFOO_VERSION@": PROMPTFOO_VERSION,
         "@KIT_SOURCE@": kit_source(),
@@ -107,21 +258,28 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
             text = text.replace(key, value)
         return text
 
+    attacks_text = fill("redteam/attacks.yaml.tmpl")
+    current = root / ATTACKS
+    source = current.read_text(encoding="utf-8") if current.is_file() and not current.is_symlink() else attacks_text
+    plugins = redteam_plugins(attack_counts(source, ATTACKS), ATTACKS)
+    config = fill("promptfooconfig.yaml.tmpl") + _yaml(promptfoo_config(agent, purpose, plugins))
     example = cases if cases.endswith((".yaml", ".yml")) else f"{cases.rstrip('/')}/example.yaml"
     files = [
-        Generated("promptfooconfig.yaml", fill("promptfooconfig.yaml.tmpl")),
+        Generated("promptfooconfig.yaml", config),
         *(
             Generated(f"providers/{n}", fill(f"providers/{n}.tmpl"))
             for n in ("agent_provider.py", "store_hook.py", "cases.py", "oracle_assert.cjs")
         ),
-        Generated("redteam/attacks.yaml", fill("redteam/attacks.yaml.tmpl"), checked=False),
+        Generated(ATTACKS, attacks_text, checked=False),
+        Generated("redteam/invariants.yaml", _generic_invariants(), checked=False),
+        Generated(REDTEAM_CASE, redteam_case(root, cases), checked=False),
         Generated("redteam/README.md", fill("redteam/README.md.tmpl")),
         *(Generated(f"redteam/{n}", fill(f"redteam/{n}.tmpl")) for n in ("generator.py", "hooks.py", "grader.cjs")),
         Generated("tests/evals/conftest.py", fill("tests/evals/conftest.py.tmpl")),
         Generated("tests/evals/test_cases.py", fill("tests/evals/test_cases.py.tmpl"), checked=False),
         Generated("evals/rubrics.yaml", fill("rubrics.yaml.tmpl"), checked=False),
         Generated("gates.yaml", fill("gates.yaml.tmpl"), checked=False),
-        Generated("pyproject.toml", fill("pyproject.toml.tmpl"), "append", marker="[tool.kit]"),
+        Generated("pyproject.toml", pyproject_block(agent, cases, purpose), "append", marker="[tool.kit]"),
         Generated("Makefile", fill("Makefile.tmpl"), "append", marker="\nevals:"),
         Generated("package.json", fill("package.json.tmpl")),
         Generated(".npmrc", fill("npmrc.tmpl")),
@@ -133,11 +291,37 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
     return files
 
 
+def inside(root: Path, rel: str) -> Path:
+    """`root / rel`, refused (KitInputError naming it) when it or a folder on the way is a link out of the
+    repository or a link to nothing, or when `rel` itself leads out: `kit init` writes inside `root` only."""
+    real_root = root.resolve()
+    path = root / rel
+    if Path(rel).is_absolute() or not path.resolve().is_relative_to(real_root):
+        raise KitInputError("leads out of the repository: kit init writes inside it only", file=rel)
+    step = root
+    for part in Path(rel).parts:
+        step = step / part
+        if step.is_symlink():
+            target = step.resolve()
+            if not step.exists():
+                raise KitInputError(
+                    f"is a link to nothing ({step.readlink()}): kit init follows no such link", file=rel
+                )
+            if not target.is_relative_to(real_root):
+                raise KitInputError(
+                    f"is a link out of the repository (to {target}): kit init writes inside it only", file=rel
+                )
+    return path
+
+
 def write(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
-    """Write what is missing; returns (path, what happened) per file."""
+    """Write what is missing; returns (path, what happened) per file. Every path is checked first: a
+    refused one stops the init before anything is written."""
+    paths = {g.path: inside(root, g.path) for g in files}
+    gitignore = inside(root, ".gitignore")
     out: list[tuple[str, str]] = []
     for g in files:
-        path = root / g.path
+        path = paths[g.path]
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(g.text.lstrip("\n"), encoding="utf-8")
@@ -152,7 +336,7 @@ def write(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
             out.append((g.path, f"{ALREADY}: add {pin} to its dependencies"))
         else:
             out.append((g.path, ALREADY))
-    out.append((".gitignore", _gitignore(root / ".gitignore")))
+    out.append((".gitignore", _gitignore(gitignore)))
     return out
 
 
@@ -175,6 +359,28 @@ def _gitignore(path: Path) -> str:
     return f"added {', '.join(missing)}"
 
 
+def _config_difference(current: str, wanted: str) -> str:
+    """Which top-level sections of a Promptfoo config differ from what this kit writes (`redteam: missing`)."""
+    try:
+        have = yamlio.safe_load(current) or {}
+        want = yamlio.safe_load(wanted) or {}
+    except yaml.YAMLError:
+        return "not valid YAML"
+    if not isinstance(have, dict):
+        return "not a mapping"
+    missing = [k for k in want if k not in have]
+    changed = []
+    for k in want:
+        if k in have and have[k] != want[k]:
+            inner = want[k] if isinstance(want[k], dict) and isinstance(have[k], dict) else {}
+            subs = [f"{k}.{s}" for s in inner if have[k].get(s) != inner[s]]
+            changed += subs or [k]
+    parts = [f"{k}: missing" for k in missing] + [f"{k}: changed" for k in changed]
+    if "redteam" in missing:
+        parts.append("`npx promptfoo redteam run` needs the redteam section to run offline")
+    return "; ".join(parts) or "comments only"
+
+
 def check(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
     """Each generated file's state against what this version writes: same, differs, missing, or (for a file
     meant to be edited) yours."""
@@ -195,8 +401,14 @@ def check(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
         elif g.path == "package.json":
             out.append((g.path, _promptfoo_pin(path)))
         else:
-            same = path.read_text(encoding="utf-8") == g.text.lstrip("\n")
-            out.append((g.path, "same" if same else f"differs from what kit {__version__} writes"))
+            current = path.read_text(encoding="utf-8")
+            if current == g.text.lstrip("\n"):
+                out.append((g.path, "same"))
+            elif g.path == "promptfooconfig.yaml":
+                why = _config_difference(current, g.text)
+                out.append((g.path, f"differs from what kit {__version__} writes ({why})"))
+            else:
+                out.append((g.path, f"differs from what kit {__version__} writes"))
     return out
 
 
@@ -215,14 +427,52 @@ def _promptfoo_pin(path: Path) -> str:
 
 def _project_values(root: Path) -> tuple[str | None, str | None, str | None]:
     """agent, cases and purpose from an existing [tool.kit] (what `--check` compares against)."""
-    path = root / "pyproject.toml"
+    path = inside(root, "pyproject.toml")
     if not path.exists():
         return None, None, None
     try:
         tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("kit") or {}
     except tomllib.TOMLDecodeError as e:
         raise KitInputError(f"not valid TOML: {e}", file=str(path)) from None
-    return tool.get("agent"), tool.get("cases"), (tool.get("redteam") or {}).get("purpose")
+    if not isinstance(tool, dict):
+        raise KitInputError("[tool.kit] is not a table", file=str(path))
+    red = tool.get("redteam") or {}
+    values = (tool.get("agent"), tool.get("cases"), red.get("purpose") if isinstance(red, dict) else None)
+    for key, value in zip(("agent", "cases", "redteam.purpose"), values, strict=True):
+        if value is not None and not isinstance(value, str):
+            raise KitInputError(f"[tool.kit] {key} must be a string, got {type(value).__name__}", file=str(path))
+    return values
+
+
+_TABLE = re.compile(r"^\s*\[")
+
+
+def rewrite_keys(text: str, changes: dict[str, str]) -> str:
+    """pyproject.toml's text with `key = ...` lines of the [tool.kit] table set to the given values (TOML
+    strings), checked by reading it back: a line the kit cannot rewrite safely is an error, never a guess."""
+    lines = text.splitlines(keepends=True)
+    in_table = False
+    done: set[str] = set()
+    for i, line in enumerate(lines):
+        if _TABLE.match(line):
+            in_table = line.strip().replace(" ", "") == "[tool.kit]"
+            continue
+        if not in_table:
+            continue
+        for key, value in changes.items():
+            if re.match(rf"^\s*{re.escape(key)}\s*=", line):
+                lines[i] = f"{key} = {toml_string(value)}\n"
+                done.add(key)
+    new = "".join(lines)
+    try:
+        tool = tomllib.loads(new).get("tool", {}).get("kit", {})
+    except tomllib.TOMLDecodeError as e:
+        raise KitInputError(
+            f"--force could not rewrite [tool.kit] safely ({e}): edit it by hand", file="pyproject.toml"
+        ) from None
+    if any(key not in done or tool.get(key) != value for key, value in changes.items()):
+        raise KitInputError("--force could not rewrite [tool.kit] safely: edit it by hand", file="pyproject.toml")
+    return new
 
 
 def _ask(prompt: str) -> str | None:
@@ -234,6 +484,16 @@ def _ask(prompt: str) -> str | None:
         return None
 
 
+def _value_problem(name: str, value: str) -> str | None:
+    if not value.strip():
+        return f"--{name} is empty"
+    if "\x00" in value:
+        return f"--{name} holds a NUL character"
+    if name == "cases" and any(c in value for c in "\n\r"):
+        return f"--{name} holds a line break: a path cannot"
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     root = Path(args.dir).resolve()
     if not root.is_dir():
@@ -243,11 +503,21 @@ def main(args: argparse.Namespace) -> int:
     if not agent:
         print("kit init: give your agent with --agent module:callable (e.g. --agent myagent:run)", file=sys.stderr)
         return 2
-    if not _SPEC.match(agent):
+    if not _SPEC.fullmatch(agent):
         print(f"kit init: --agent must be module:callable, got {agent!r}", file=sys.stderr)
         return 2
     cases = args.cases or known_cases or _ask(f"Your cases, a file or folder [{DEFAULT_CASES}]: ") or DEFAULT_CASES
     purpose = args.purpose or known_purpose or DEFAULT_PURPOSE
+    for name, value in (("cases", cases), ("purpose", purpose)):
+        problem = _value_problem(name, value)
+        if problem:
+            print(f"kit init: {problem}", file=sys.stderr)
+            return 2
+    conflicts = {
+        key: (old, new)
+        for key, old, new in (("agent", known_agent, agent), ("cases", known_cases, cases))
+        if old is not None and old != new
+    }
     module = root / (agent.partition(":")[0].replace(".", "/"))
     files = generated(root, agent, cases, purpose)
     if args.check:
@@ -257,6 +527,19 @@ def main(args: argparse.Namespace) -> int:
         differ = [p for p, s in report if s.startswith(("differs", "missing", "lacks"))]
         print(f"kit init --check: {len(differ)} of {len(report)} generated files differ from kit {__version__}")
         return 1 if differ else 0
+    if conflicts and not getattr(args, "force", False):
+        said = "; ".join(f"{k} is {old!r} there, {new!r} here" for k, (old, new) in conflicts.items())
+        raise KitInputError(
+            f"[tool.kit] names another setup ({said}): pass --force to rewrite it", file="pyproject.toml"
+        )
+    if conflicts:
+        pyproject = inside(root, "pyproject.toml")
+        pyproject.write_text(
+            rewrite_keys(pyproject.read_text(encoding="utf-8"), {k: new for k, (_, new) in conflicts.items()}),
+            encoding="utf-8",
+        )
+        for key, (old, new) in conflicts.items():
+            print(f"  pyproject.toml: --force: [tool.kit] {key} {old!r} -> {new!r}")
     report = write(root, files)
     for path, state in report:
         print(f"  {path}: {state}")
@@ -264,5 +547,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"kit init: note: {agent.partition(':')[0]} is not a module in {root} yet (module:callable)")
     written = sum(1 for _, s in report if not s.startswith(ALREADY))
     print(f"kit init: {written} files written or extended, {len(report) - written} already there, in {root}")
-    print("next: npm install, then `make evals` (or `kit run`, `deepeval test run tests/evals`, `npx promptfoo eval`)")
+    if conflicts and any(p == "promptfooconfig.yaml" and s.startswith(ALREADY) for p, s in report):
+        print("kit init: note: promptfooconfig.yaml still names the old agent: delete it and run `kit init` again")
+    print("next: npm install, then `make evals` (or `kit run`, `deepeval test run tests/evals`, `npx promptfoo eval`,")
+    print("      `npx promptfoo redteam run`)")
     return 0

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,7 +57,8 @@ def test_hook_drops_llm_graders_without_a_judge_and_names_them(monkeypatch: pyte
     out = hooks.beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]
     assert out["assert"] == [{"type": "python"}]
     assert out["metadata"]["kitNotGraded"] == ["promptfoo:redteam:sql-injection"]
-    assert out["metadata"]["case_id"] == "redteam/unknown/basic"
+    # An attack no corpus holds keeps its real plugin, and a digest of its text tells it apart.
+    assert re.fullmatch(r"redteam/sql-injection-[0-9a-f]{8}/basic", out["metadata"]["case_id"])
     monkeypatch.setenv("KIT_JUDGE_MODEL", "some-judge-2025-01-01")
     kept = hooks.beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]
     assert len(kept["assert"]) == 2
@@ -180,3 +183,50 @@ def test_a_judge_that_is_down_is_an_error_naming_it(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("KIT_JUDGE_RETRIES", "0")
     err = generator.call_api("Grade this output: ...", {}, {})["error"]
     assert "judge judge-2025-01-01 at http://127.0.0.1:9/v1" in err and "APIConnectionError" in err
+
+
+USER_AGENT = """\
+import re
+
+
+def run(text):
+    found = re.search(r"ORD-\\d+", text)
+    if found is None:
+        return {"model": "desk-1", "final_output": "I can only say where an order is.", "spans": []}
+    return {"model": "desk-1", "final_output": f"{found.group()} has shipped.", "spans": [
+        {"kind": "tool", "name": "lookup_order", "input": {"order_id": found.group()}, "output": "shipped"}]}
+"""
+
+
+@pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
+def test_redteam_run_as_typed_in_a_kit_init_repository(tmp_path: Path) -> None:
+    """`kit init`, then `npx promptfoo redteam run` with no flag, no key and no network: the root config's
+    red team runs the repository's attacks through the kit's generator, each judged by redteam/case.yaml,
+    and the run reaches the store under each attack's own name and strategy (no `redteam/unknown/...`)."""
+    repo = tmp_path / "desk"
+    (repo / "evals").mkdir(parents=True)
+    (repo / "desk_agent.py").write_text(USER_AGENT)
+    (repo / "evals" / "cases.yaml").write_text('- id: w\n  input: "Where is ORD-1?"\n  checks: [{type: finished}]\n')
+    (repo / "node_modules").symlink_to(ROOT / "node_modules")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PROMPTFOO_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    subprocess.run([sys.executable, "-m", "kit.cli", "init", "--agent", "desk_agent:run"], cwd=repo, env=env,
+                   check=True, capture_output=True, timeout=60)  # fmt: skip
+    env["PROMPTFOO_PYTHON"] = sys.executable  # the repository's .venv, here the kit's own
+    env["PATH"] = os.pathsep.join([str(repo / "node_modules" / ".bin"), env.get("PATH", "")])  # as npx does
+    run = subprocess.run(
+        [str(run_promptfoo.promptfoo_bin()), "redteam", "run", "--no-progress-bar"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    import duckdb
+
+    con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
+    [(kind, agent)] = con.sql("SELECT kind, agent FROM runs").fetchall()
+    assert (kind, agent) == ("redteam", "desk_agent:run")
+    ids = [r[0] for r in con.sql("SELECT DISTINCT case_id FROM case_results").fetchall()]
+    strategies = {"basic", "base64", "leetspeak", "homoglyph", "jailbreak-templates"}
+    assert len(ids) == 4 * len(strategies)  # the 4 attacks kit init writes, each under every strategy
+    assert {i.split("/")[2] for i in ids} == strategies
+    assert not [i for i in ids if "unknown" in i]
+    assert all(i.split("/")[1].startswith(("inj-", "pii-", "prompt-", "agency-", "gen-")) for i in ids)

@@ -101,13 +101,16 @@ def test_check_names_the_generated_files_that_differ(repo, capsys):
     assert "0 of" in capsys.readouterr().out
     (repo / "providers/agent_provider.py").write_text("# changed\n")
     (repo / ".npmrc").unlink()
-    (repo / "redteam/attacks.yaml").write_text("attacks: []\n")  # the user's to edit: never reported
+    # The user's to edit: never compared itself, but the red team's plugins follow it.
+    attacks = repo / "redteam/attacks.yaml"
+    attacks.write_text(attacks.read_text() + '  - {id: mine, category: foreign-data, text: "Who else ordered?"}\n')
     assert init("--check") == 1
     out = capsys.readouterr().out
     assert "providers/agent_provider.py: differs from what kit" in out
     assert ".npmrc: missing" in out
     assert "redteam/attacks.yaml: yours (not compared)" in out
-    assert "2 of" in out
+    assert "promptfooconfig.yaml: differs from what kit 0.1.0 writes (redteam.plugins: changed)" in out
+    assert "3 of" in out
 
 
 @pytest.mark.parametrize("spec", ["myagent", "my agent:run", ":run"])
