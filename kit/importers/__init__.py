@@ -132,6 +132,7 @@ def _unknown_format(data: Any) -> str:
 def _from_otel(
     data: Any, fmt: str, case_id: str, file: str | None, logs: list[Any], notes: list[str], case_attr: str | None
 ) -> list[dict[str, Any]]:
+    from kit.importers.mcp import protocol_only
     from kit.importers.otlp import console_spans, is_console, is_otlp, is_otlp_logs, log_records, spans_by_trace
     from kit.importers.semconv import GENAI, OPENINFERENCE, build_trace
 
@@ -152,6 +153,8 @@ def _from_otel(
     traces: list[dict[str, Any]] = []
     attempts: dict[str, int] = {}
     for spans in by_session(grouped).values():
+        if protocol_only(spans):  # an MCP session's handshake: no run of an agent
+            continue
         try:
             mine: list[str] = []
             t = build_trace(spans, case_id=case_id, convention=convention, notes=mine, case_attr=case_attr)

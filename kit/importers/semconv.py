@@ -35,6 +35,7 @@ from typing import Any
 
 from kit.errors import KitInputError
 from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
+from kit.importers.mcp import McpSpans
 from kit.importers.otlp import OtelSpan
 
 GENAI, OPENINFERENCE = "genai", "openinference"
@@ -586,6 +587,8 @@ def build_trace(
     """One OTel trace (its spans sorted by start time) -> one trace dict. `notes` gets a line for each
     attribute the importer knows by name but could not read (its content is then not in the trace)."""
     notes = notes if notes is not None else []
+    mcp = McpSpans(spans, lambda s: kind(s, convention)[0] == "tool")  # one span per MCP call, its server
+    spans = mcp.spans
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if not s.parent_id or s.parent_id not in ids]
     kinds = [(s, *kind(s, convention)) for s in spans]
@@ -625,7 +628,7 @@ def build_trace(
             if item.answered_at is not None:
                 n = item.answered_at
         elif what == "tool":
-            out.append(_tool_span(*item))
+            out.append(mcp.annotate(_tool_span(*item), item[0].span))
         else:
             continue
         if turn_at[-1] > 0:  # one turn is the whole trace: spans without turns

@@ -92,7 +92,9 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
         raise UnknownResult(f"returned no run (an empty {type(result).__name__})")
     origin = _origin(result)
     if origin == "openai_agents":
-        return _converted(_from_run_result(result), case_id, "openai_agents")
+        from kit.importers.mcp import agents_sdk_servers, with_servers
+
+        return with_servers(_converted(_from_run_result(result), case_id, "openai_agents"), agents_sdk_servers(result))
     if origin == "pydantic_ai" and callable(getattr(result, "all_messages", None)):
         result = result.all_messages()  # a run's result (AgentRunResult): its messages
     if isinstance(result, bytes | bytearray | str):

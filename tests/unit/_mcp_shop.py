@@ -2,6 +2,8 @@
 or streamable HTTP with `--port PORT` (on 127.0.0.1; port 0 picks one and prints it on stderr).
 
 SHOP_VERSION=2 serves the next version of the server (lookup_order's description changed, a new tool).
+SHOP_OTEL_OUT=FILE: the server's own OpenTelemetry spans (the `mcp` SDK's), service.name "shop", one JSON object
+per line as the SDK's ConsoleSpanExporter writes them (what a collector would get from the server's process).
 """
 
 from __future__ import annotations
@@ -42,7 +44,22 @@ if VERSION == "2":
         return {"order_id": order_id, "status": "cancelled"}
 
 
+def _export_spans(path: str) -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the server's whole life
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))
+    exporter = ConsoleSpanExporter(out=out, formatter=lambda span: span.to_json(indent=None) + "\n")
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+
+
 if __name__ == "__main__":
+    if os.environ.get("SHOP_OTEL_OUT"):
+        _export_spans(os.environ["SHOP_OTEL_OUT"])
     if "--port" in sys.argv:
         port = int(sys.argv[sys.argv.index("--port") + 1])
         shop.run("streamable-http", host="127.0.0.1", port=port)
