@@ -28,7 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BASELINE = "d4760da"
-STAGE_LINE = re.compile(r"^  (\w+)\s+exit (\d+)\s+([\d.]+) s(?:\s+CPU\s+([\d.]+) s)?")
+# A stage's row of the summary, as an older kit wrote it ("exit 0") or as it is now ("passed", "3 judged failures").
+STAGE_LINE = re.compile(
+    r"^  ([\w-]+)\s+(?:exit \d+|passed|\d* ?judged failures?|broken: .+?|bad input: .+?)\s+([\d.]+) s"
+    r"(?:\s+CPU\s+([\d.]+) s)?"
+)
 
 
 def worktree(rev: str) -> Path:
@@ -61,9 +65,9 @@ def run_pipeline(checkout: Path, scratch: Path) -> dict[str, float]:
     for line in (scratch / "out" / "summary.txt").read_text().splitlines():
         m = STAGE_LINE.match(line)
         if m:
-            got[m.group(1)] = float(m.group(3))
-            if m.group(4):  # the stage's own CPU, where the pipeline reports it
-                got[f"{m.group(1)} cpu"] = float(m.group(4))
+            got[m.group(1)] = float(m.group(2))
+            if m.group(3):  # the stage's own CPU, where the pipeline reports it
+                got[f"{m.group(1)} cpu"] = float(m.group(3))
     return got
 
 

@@ -28,7 +28,8 @@ from kit.doubles.judge import JudgeDouble, judge_env  # noqa: E402
 from kit.doubles.openai_server import ScriptedOpenAIServer  # noqa: E402
 
 STAGE = re.compile(r"^==> (\w+):")
-ROW = re.compile(r"^  (\w+)\s+exit (\d+)\s+([\d.]+) s")
+# A stage's row of the summary: its name, what happened ("passed", "3 judged failures", "broken: exit 1"), seconds.
+ROW = re.compile(r"^  ([\w-]+) +(passed|\d* ?judged failures?|broken: .+?|bad input: .+?) +([\d.]+) s ")
 
 
 def run(out: Path, cases: str | None, judge: JudgeDouble | None, base_url: str | None) -> tuple[dict, int, float]:
@@ -40,7 +41,7 @@ def run(out: Path, cases: str | None, judge: JudgeDouble | None, base_url: str |
     argv = ["make", "--no-print-directory", "evals", f"EVALS_OUT={out}"] + ([f"CASES={cases}"] if cases else [])
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    stages: dict[str, tuple[float, int]] = {}
+    stages: dict[str, tuple[float, str]] = {}
     summary = False
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -50,7 +51,7 @@ def run(out: Path, cases: str | None, judge: JudgeDouble | None, base_url: str |
         summary = summary or line.startswith("== stages")
         row = ROW.match(line) if summary else None
         if row:
-            stages[row.group(1)] = (float(row.group(3)), int(row.group(2)))
+            stages[row.group(1)] = (float(row.group(3)), row.group(2))
     code = proc.wait()
     return stages, code, time.perf_counter() - started
 
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"make evals on {args.cases or 'the golden set'}: no judge vs a judge answering instantly (one run)")
     print(f"{'stage':<10} {'no judge s':>11} {'judge s':>9} {'ratio':>6} {'judge calls':>12}  by caller")
     for name in sorted({*plain, *judged}, key=lambda s: [*plain, *judged].index(s)):
-        a, b = plain.get(name, (0.0, 0))[0], judged.get(name, (0.0, 0))[0]
+        a, b = plain.get(name, (0.0, ""))[0], judged.get(name, (0.0, ""))[0]
         calls = per_stage.get(name, Counter())
         ratio = f"{b / a:.2f}" if a else "-"
         by = ", ".join(f"{k} {n}" for k, n in calls.most_common()) or "-"

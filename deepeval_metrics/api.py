@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
-from deepeval_metrics.runner import plan, run_case
+from deepeval_metrics.runner import cost, plan, run_case
 from kit.case import Case, Suite, load_suite
 from kit.errors import KitInputError
 from kit.judge.rubrics import RubricSet, load_rubrics
@@ -87,10 +87,12 @@ def run_agent(
     """
     if agent is None and timeout is None:
         run = run_case(case, attempt)  # the plan's run: the one every front end makes
+        spent = cost(run)
     else:
         chosen = agent if isinstance(agent, Agent) else which_agent(agent)
         run = invoke(chosen, case, attempt, timeout=timeout if timeout is not None else plan().timeout)
-    log = CaseLog(case, attempt)
+        spent = {"agent_calls": 1 + run.retries, "retries": run.retries, "agent_s": run.agent_s, "kit_s": run.kit_s}
+    log = CaseLog(case, attempt, cost=spent)  # the store counts this stage's agent calls from it
     if run.case_run.skipped is not None:
         log.skipped = run.case_run.skipped
     elif run.trace is None:
@@ -123,7 +125,7 @@ def replay(trace: Trace | dict[str, Any] | str | Path, case: Case, attempt: int 
         raise KitInputError(f"the trace is a run of case {parsed.case_id!r}, not of {case.id!r}")
     if attempt is not None and attempt != parsed.attempt:
         parsed = parse_trace({**parsed.model_dump(mode="json"), "attempt": attempt})
-    log = CaseLog(case, parsed.attempt)
+    log = CaseLog(case, parsed.attempt, cost={"agent_calls": 0})  # judged, the agent not called
     log.trace = parsed
     return log
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ import regex
 
 from kit.case import MAX_RUNS, Case, CheckSpec, find_upwards, load_invariants, load_suite
 from kit.checks.params import regex_sources
+from kit.commands.lint_scopes import scope_report
 from kit.errors import KitInputError
 from kit.judge.rubrics import RubricSet, load_rubrics
-from kit.settings import load_settings
+from kit.settings import Settings, load_settings
 from kit.toolspec import tool_schemas
 
 # A quantified group that itself holds a quantifier, e.g. (a+)+ or (\w*)*: the classic catastrophic
@@ -32,6 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="named invariants (default: the settings' invariants, else the nearest invariants.yaml)",
     )
     parser.add_argument("--rubrics", metavar="FILE", help="G-Eval rubrics (default: the settings' rubrics file)")
+    parser.add_argument(
+        "--traces", metavar="FILE", action="append", help="traces whose agents and MCP servers the cases may name"
+    )
     parser.add_argument("--gates", metavar="FILE", help="gate policy whose floors apply (default: the settings' gates)")
     parser.add_argument(
         "--labels", metavar="FILE", help="labelled answers for kit calibrate (default: PATH's labels.yaml, if any)"
@@ -152,7 +157,7 @@ def floor_warnings(cases: list[Case], default_floor: float) -> list[str]:
     return out
 
 
-def lint_labels(root: Path, given: str | None, rubrics: RubricSet) -> list[KitInputError]:
+def lint_labels(root: Path, given: str | Path | None, rubrics: RubricSet, notes: list[str]) -> list[KitInputError]:
     """A labels file's problems (kit/judge/labels.py): its rubric exists, the params it needs are there, `human`
     is pass or fail. The file given, else `labels.yaml` in the linted folder when there is one."""
     from kit.judge.labels import read_labels
@@ -164,53 +169,103 @@ def lint_labels(root: Path, given: str | None, rubrics: RubricSet) -> list[KitIn
         labels = read_labels(path, rubrics)
     except KitInputError as e:
         return [e]
-    print(f"kit lint: {path}: {len(labels.answers)} labelled answers")
+    notes.append(f"{path}: {len(labels.answers)} labelled answers")
     return list(labels.problems)
 
 
-def main(args: argparse.Namespace) -> int:
-    from kit.plan import suite_invariants
-    from kit.settings import load_settings
+@dataclass(frozen=True)
+class LintReport:
+    """What `kit lint` found: problems (exit 2), warnings, notes, and one line saying what was linted."""
 
-    root = Path(args.path)
-    # The same invariants as every front end runs with (kit.plan): given, else the settings', else found.
-    inv = suite_invariants(load_settings({"invariants": args.invariants}), root)
+    problems: tuple[KitInputError, ...]
+    warnings: tuple[str, ...]
+    notes: tuple[str, ...]
+    summary: str
+
+    @property
+    def code(self) -> int:
+        return 2 if self.problems else 0
+
+
+def lint(
+    root: Path,
+    *,
+    settings: Settings | None = None,
+    tools: str | Path | None = None,
+    invariants: str | Path | None = None,
+    rubrics: str | Path | None = None,
+    gates: str | Path | None = None,
+    labels: str | Path | None = None,
+    traces: list[str] | None = None,
+) -> LintReport:
+    """Lint a case file or folder with the files its front ends would use (kit.plan): `settings` (else
+    loaded, with `invariants` over them), their invariants file or the one found beside the cases; the
+    rubrics and gates given, else the settings'."""
+    from kit.plan import suite_invariants
+
+    settings = settings or load_settings({"invariants": invariants})
+    inv = suite_invariants(settings, root)
     suite = load_suite(root, inv)
     problems = list(suite.errors)
-    tools_path = Path(args.tools) if args.tools else find_upwards(root, "tools.json")
-    tools, problem = read_tools(tools_path)
+    notes: list[str] = []
+    tools_path = Path(tools) if tools else find_upwards(root, "tools.json")
+    tool_names, problem = read_tools(tools_path)
     if problem is not None:
         problems.append(problem)
     named = {"tools_file": str(tools_path)}
     if inv is not None and not any(e.file == str(inv) for e in suite.errors):
         # Each invariant is linted once, not once per case that lists it.
         for specs in load_invariants(inv).values():
-            problems += lint_specs(specs, tools, file=str(inv), case=None, **named)
+            problems += lint_specs(specs, tool_names, file=str(inv), case=None, **named)
     for case in suite.cases:
         own = [s for s in case.checks if s.invariant is None]
-        problems += lint_specs(own, tools, file=case.file, case=case.id, **named)
-    rubrics, problem = read_rubrics(getattr(args, "rubrics", None))
+        problems += lint_specs(own, tool_names, file=case.file, case=case.id, **named)
+    rubric_set, problem = read_rubrics(str(rubrics or settings.rubrics))
     if problem is not None:
         problems.append(problem)
-    elif rubrics is not None:
-        problems += rubrics.lint(suite.cases)  # a rubric attached by id to a case without what it needs
-        for line in rubrics.coverage(suite.cases):
-            print(f"kit lint: note: {line}")
-        problems += lint_labels(root, getattr(args, "labels", None), rubrics)
-    default_floor, problem = read_policy_floor(getattr(args, "gates", None))
+    elif rubric_set is not None:
+        problems += rubric_set.lint(suite.cases)  # a rubric attached by id to a case without what it needs
+        notes += [f"note: {line}" for line in rubric_set.coverage(suite.cases)]
+        problems += lint_labels(root, labels, rubric_set, notes)
+    default_floor, problem = read_policy_floor(str(gates or settings.gates))
     if problem is not None:
         problems.append(problem)
-    for line in floor_warnings(suite.cases, default_floor):
-        print(f"kit lint: warning: {line}", file=sys.stderr)
-    for p in problems:
-        print(f"kit lint: {p}", file=sys.stderr)
+    scope_warnings, scope_problems = scope_report(suite.cases, tools_path, traces)
+    problems += scope_problems
     n_checks = sum(len(c.checks) for c in suite.cases)
     status = "OK" if not problems else f"{len(problems)} problems"
     # Which files were used, always: a tools.json or invariants.yaml found further up is easy to miss.
-    print(
-        f"kit lint: {root}: {len(suite.cases)} cases, {n_checks} checks"
+    summary = (
+        f"{root}: {len(suite.cases)} cases, {n_checks} checks"
         f"; invariants: {inv if inv is not None else 'none found'}"
-        f"; tools: {f'{tools_path} ({len(tools)} tools)' if tools is not None else 'no tools.json found'}"
+        f"; tools: {f'{tools_path} ({len(tool_names)} tools)' if tool_names is not None else 'no tools.json found'}"
         f": {status}"
     )
-    return 2 if problems else 0
+    warnings = floor_warnings(suite.cases, default_floor) + scope_warnings
+    return LintReport(tuple(problems), tuple(warnings), tuple(notes), summary)
+
+
+def show(report: LintReport) -> int:
+    """`kit lint`'s output: notes, warnings and problems, then what was linted; the exit code."""
+    for line in report.notes:
+        print(f"kit lint: {line}")
+    for line in report.warnings:
+        print(f"kit lint: warning: {line}", file=sys.stderr)
+    for p in report.problems:
+        print(f"kit lint: {p}", file=sys.stderr)
+    print(f"kit lint: {report.summary}")
+    return report.code
+
+
+def main(args: argparse.Namespace) -> int:
+    return show(
+        lint(
+            Path(args.path),
+            tools=args.tools,
+            invariants=args.invariants,
+            rubrics=getattr(args, "rubrics", None),
+            gates=getattr(args, "gates", None),
+            labels=getattr(args, "labels", None),
+            traces=getattr(args, "traces", None),
+        )
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 SOURCES = ("kit", "deepeval", "promptfoo")
@@ -31,6 +32,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", help="store file (default $KIT_STORE or .kit/evals.duckdb)")
 
 
+@dataclass(frozen=True)
+class ReportRequest:
+    """What `kit report` makes, for a caller that is not the command line (`make evals`)."""
+
+    store: Path | str | None = None  # None: the settings' store
+    run: str = "latest"
+    source: str | None = None
+    k: int = 2
+    html: Path | None = None
+    compare: tuple[str, str] | None = None
+    md: Path | None = None
+    runs: tuple[str, ...] | None = None  # the runs the page holds
+    cases: Path | None = None  # where the HTML report reads tags from (default: the settings' cases)
+    recent: int = 20
+    text: bool = True  # the text report (make evals prints its own summary instead)
+    gates: Path | None = None  # the policy whose alpha the side by side uses (default: the settings' gates)
+
+
+@dataclass(frozen=True)
+class Report:
+    text: str | None  # the text report (or the comparison), when asked for
+    html: Path | None  # the HTML page written
+    md: Path | None  # the Markdown comparison written
+    notes: tuple[str, ...] = ()  # what was asked and not written, and why
+
+
 def _resolve_pair(con, a: str, b: str, source: str | None) -> tuple[str, str]:
     """Both sides of a comparison from one source: B (the later) decides it when none is given, since a git
     sha or model id matches the runs of every source."""
@@ -41,33 +68,66 @@ def _resolve_pair(con, a: str, b: str, source: str | None) -> tuple[str, str]:
     return q.resolve_run(con, a, src), q.resolve_run(con, b, src)
 
 
-def _choose(con, args: argparse.Namespace) -> tuple[list[str], tuple[str, str] | None]:
+def _choose(con, req: ReportRequest) -> tuple[list[str], tuple[str, str] | None]:
     """The runs the page holds, and the two put side by side: --compare's, else the run and its baseline."""
     from kit.report import page_data as pd
     from kit.store import queries as q
 
-    if args.compare:
-        pair = _resolve_pair(con, *args.compare, args.source)
-        return ([q.resolve_run(con, r) for r in args.runs] if args.runs else list(dict.fromkeys(pair))), pair
-    run_id = q.resolve_run(con, args.run, args.source)
+    if req.compare:
+        pair = _resolve_pair(con, *req.compare, req.source)
+        return ([q.resolve_run(con, r) for r in req.runs] if req.runs else list(dict.fromkeys(pair))), pair
+    run_id = q.resolve_run(con, req.run, req.source)
     base = q.baseline_run(con, run_id)
-    runs = [q.resolve_run(con, r) for r in args.runs] if args.runs else pd.batch(con, run_id)
+    runs = [q.resolve_run(con, r) for r in req.runs] if req.runs else pd.batch(con, run_id)
     return runs, ((base, run_id) if base else None)
 
 
-def _tags(args: argparse.Namespace) -> dict[str, list[str]]:
+def _tags(req: ReportRequest) -> dict[str, list[str]]:
     from kit.errors import KitInputError
     from kit.report.page_data import case_tags
     from kit.settings import load_settings
 
     try:
-        path = Path(args.cases) if args.cases else load_settings().cases
+        path = Path(req.cases) if req.cases else load_settings().cases
     except KitInputError:
         return {}
     return case_tags(path) if Path(path).exists() else {}
 
 
 def main(args: argparse.Namespace) -> int:
+    from kit.errors import KitInputError
+
+    request = ReportRequest(
+        store=args.store,
+        run=args.run,
+        source=args.source,
+        k=args.k,
+        html=Path(args.html) if args.html else None,
+        compare=tuple(args.compare) if args.compare else None,
+        md=Path(args.md) if args.md else None,
+        runs=tuple(args.runs) if args.runs else None,
+        cases=Path(args.cases) if args.cases else None,
+        recent=args.recent,
+    )
+    try:
+        done = report(request)
+    except KitInputError as e:
+        print(f"kit report: {e}", file=sys.stderr)
+        return 2
+    print(done.text)
+    if done.html is not None:
+        print(f"\nHTML report written to {done.html}")
+    for note in done.notes:
+        print(f"kit report: {note}", file=sys.stderr)
+    if done.md is not None:
+        print(f"Markdown comparison written to {done.md}")
+    return 0
+
+
+def report(req: ReportRequest) -> Report:
+    """The report the request asks for: the text (unless `text` is off), the HTML page and the Markdown
+    comparison written where it says. Bad input (no store, a store a newer kit wrote, no such run, a bad gate
+    policy) is a KitInputError naming it."""
     from kit.errors import KitInputError
     from kit.gate.policy import load_policy
     from kit.report import compare_view, html, text
@@ -77,48 +137,44 @@ def main(args: argparse.Namespace) -> int:
     from kit.store import open_store
     from kit.store import queries as q
 
-    if args.k < 1:
-        print("kit report: --k must be at least 1", file=sys.stderr)
-        return 2
-    try:  # the side by side's verdicts are the gate's: its alpha
-        alpha = load_policy(load_settings().gates).baseline.alpha if args.html or args.md or args.compare else 0.05
-    except KitInputError as e:
-        print(f"kit report: {e}", file=sys.stderr)
-        return 2
-    store = open_store(args.store)
+    if req.k < 1:
+        raise KitInputError("--k must be at least 1")
+    # The side by side's verdicts are the gate's: its alpha.
+    wanted = req.html or req.md or req.compare
+    alpha = load_policy(req.gates or load_settings().gates).baseline.alpha if wanted else 0.05
+    store = open_store(req.store)
     if not store.path.exists() and not store.spool.exists():
-        print(f"kit report: no store at {store.path} (run the evals first, or set KIT_STORE)", file=sys.stderr)
-        return 2
-    tags = _tags(args) if args.html else {}
+        raise KitInputError(f"no store at {store.path} (run the evals first, or set KIT_STORE)")
+    tags = _tags(req) if req.html else {}
     page = side = None
+    shown: str | None = None
     try:
         with store.connect() as con:
-            if args.html or args.md or args.compare:
-                run_ids, pair = _choose(con, args)
-                side = pd.side_by_side(con, *pair, k=args.k, alpha=alpha) if pair else None
-            if args.html:
-                page = html.render(html.gather(con, run_ids, k=args.k, side=side, tags=tags, recent=args.recent))
-            if args.compare:
+            if req.html or req.md or req.compare:
+                run_ids, pair = _choose(con, req)
+                side = pd.side_by_side(con, *pair, k=req.k, alpha=alpha) if pair else None
+            if req.html:
+                page = html.render(html.gather(con, run_ids, k=req.k, side=side, tags=tags, recent=req.recent))
+            if req.compare and req.text:
                 cmp = q.compare(con, *pair)
                 shown = text.render_comparison(cmp, q.run_info(con, pair[0]), q.run_info(con, pair[1]))
-        if not args.compare:  # a store session of its own, after the one above has let the lock go
-            shown = text.render(gather(store, args.run, k=args.k, source=args.source, recent=args.recent))
+        if not req.compare and req.text:  # a store session of its own, after the one above has let the lock go
+            shown = text.render(gather(store, req.run, k=req.k, source=req.source, recent=req.recent))
     except q.RunNotFound as e:
-        print(f"kit report: {store.path}: {e}", file=sys.stderr)
-        return 2
-    print(shown)
-    if page is not None:
-        _write(Path(args.html), page)
-        print(f"\nHTML report written to {args.html}")
-    if args.md:
+        raise KitInputError(f"{store.path}: {e}") from None
+    notes: list[str] = []
+    if page is not None and req.html is not None:
+        _write(req.html, page)
+    md = None
+    if req.md:
         if side is None:
-            print(f"kit report: no baseline to compare with; {args.md} not written", file=sys.stderr)
+            notes.append(f"no baseline to compare with; {req.md} not written")
         else:
-            _write(Path(args.md), compare_view.markdown(side))
-            print(f"Markdown comparison written to {args.md}")
-    return 0
+            md = _write(req.md, compare_view.markdown(side))
+    return Report(shown, req.html if page is not None else None, md, tuple(notes))
 
 
-def _write(path: Path, content: str) -> None:
+def _write(path: Path, content: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content, encoding="utf-8")
+    return path

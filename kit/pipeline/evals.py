@@ -4,8 +4,6 @@ XML, a comparison with the baseline and the gate's verdict on each run this invo
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import sys
@@ -17,14 +15,14 @@ from typing import Any
 from kit.commands.gate import case_floors
 from kit.errors import KitInputError
 from kit.gate.policy import load_policy
-from kit.pipeline.stages import OUT, TIMED_OUT, Stage, StageResult, kit_command, run_stages, stages
-from kit.pipeline.summary import Collected, collect, summary_text
+from kit.pipeline.executor import TIMED_OUT, Stage, StageResult, run_stages
+from kit.pipeline.stages import OUT, shard_parts, stages
+from kit.pipeline.summary import Collected, collect, missing_runs, summary_text
 from kit.plan import Plan, make_plan
 from kit.report import junit
 from kit.settings import load_settings
 from kit.store import Store, new_run_id, open_store
 from kit.store import queries as q
-from kit.store.api import EVALS_ID_ENV
 from kit.store.merge import import_runs
 
 # `make evals VAR=...` hands its variables over in the environment, never through a shell: an agent name
@@ -55,11 +53,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--from-make", action="store_true", help="take the options from make's KIT_MAKE_* variables (the Makefile)"
     )
     args = parser.parse_args(argv)
+    # How each setting is named in an error: as the user gave it (a make variable, or the option).
+    args.names = {key: "--" + key.replace("_", "-") for key in MAKE_VARS}
     if args.from_make:
         for key, var in MAKE_VARS.items():
             value = os.environ.get(var, "")
             if not value:
                 continue
+            args.names[key] = var.removeprefix("KIT_MAKE_")
             if key == "only":
                 args.only = value.split()
             elif key == "concurrency":
@@ -75,11 +76,18 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
+        names = args.names
+        out = checked_out(args.out, names["out"])
+        if args.shards is not None:
+            shard_parts(args.shards, names["shards"])
+        baseline = checked_baseline(args.baseline_store, names["baseline_store"])
         settings = load_settings({"agent": args.agent, "cases": args.cases, "concurrency": args.concurrency})
-        plan = make_plan(settings, variant=args.variant)
-        wanted = (*args.only, "promptfoo-state") if args.only else None
+        # This invocation's id, on every run its stages write: a report shows these stages and no later ones.
+        plan = make_plan(settings, variant=args.variant).derive(evals_id=new_run_id("evals"))
+        # Lint always runs, first: a case file with a typo stops the build before any agent call.
+        wanted = (*args.only, "lint", "promptfoo-state") if args.only else None
         replay = wanted is None or "kit" in wanted  # without the kit stage, nothing was run to judge
-        every = stages(plan, args.shards, args.out, replay=replay)
+        every = stages(plan, args.shards, out, replay=replay)
         known = {s.name for s in every} | {"promptfoo-state"}
         unknown = sorted(set(args.only or ()) - known)
         if unknown:
@@ -88,18 +96,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"make evals: {e}", file=sys.stderr)
         return 2
     chosen = [s for s in every if wanted is None or s.name in wanted]
-    return evaluate(plan, chosen, args.out, baseline_store=args.baseline_store)
+    return evaluate(plan, chosen, out, baseline_store=baseline)
+
+
+def checked_out(out: Path, name: str) -> Path:
+    """The output folder, made if need be; a file there, or a folder that cannot be made, is bad input
+    naming the setting."""
+    if out.exists() and not out.is_dir():
+        raise KitInputError(f"{name}={out}: not a folder (the summary, reports and logs go in it)")
+    try:
+        for sub in (out, out / "logs", out / "promptfoo"):
+            sub.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KitInputError(f"{name}={out}: cannot make the folder: {e.strerror or e}") from None
+    return out
+
+
+def checked_baseline(path: Path | None, name: str) -> Path | None:
+    """A base branch's store to compare against, opened as `kit report` opens a store: a file that is not a
+    store, or a store a newer kit wrote, is bad input naming the setting, before anything is copied. None
+    when none is given, or the file is not there (CI's first run has no base store: said, not an error)."""
+    if path is None:
+        return None
+    if not path.exists():
+        print(f"make evals: {name}={path}: no such store; comparing with this store's own runs")
+        return None
+    if path.is_dir():
+        raise KitInputError(f"{name}={path}: a folder, not a store file")
+    try:
+        with open_store(path).connect(merge=False):
+            pass
+    except KitInputError as e:
+        raise KitInputError(f"{name}={path}: {e}") from None
+    return path
 
 
 def stage_env(plan: Plan, out: Path) -> dict[str, str]:
-    """The environment of the tools' own commands: the plan as KIT_* variables (DeepEval's and Promptfoo's
-    adapters read them), each tool starting a run of its own under this invocation's evals id, one shared
-    cap on the agent's calls in flight, nothing leaving the machine."""
-    env = {k: v for k, v in os.environ.items() if k != "KIT_RUN_ID"}
-    env.update(plan.env())
-    env.pop("KIT_RUN_ID", None)  # one run id for all stages would merge their runs
-    env.pop("KIT_REPLAY_RUNS", None)  # only the stages that judge the kit stage's runs get them
-    env[EVALS_ID_ENV] = os.environ[EVALS_ID_ENV]
+    """The environment of the tools' own commands: the plan's document (KIT_PLAN, beside its settings as
+    KIT_* variables), each tool starting a run of its own under this invocation's evals id, one shared cap
+    on the agent's calls in flight, nothing leaving the machine."""
+    # Each tool's run gets an id of its own; only the stages that judge the kit stage's runs get them.
+    env = {k: v for k, v in os.environ.items() if k not in ("KIT_RUN_ID", "KIT_REPLAY_RUNS")}
+    env.update(plan.derive(run_id=None, replay_runs=None).env())
     slots = (out / "slots").resolve()
     slots.mkdir(parents=True, exist_ok=True)
     env["KIT_SLOTS_DIR"] = str(slots)
@@ -113,28 +151,15 @@ def stage_env(plan: Plan, out: Path) -> dict[str, str]:
 
 
 def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path | None = None) -> int:
-    """Run the stages, then summarise and gate what they wrote (see `_evaluate`). Every run this invocation
-    writes carries its evals id (the in-process kit stage reads it from the environment, which is put back
-    afterwards): a report shows these stages and no later ones."""
-    before = os.environ.get(EVALS_ID_ENV)
-    os.environ[EVALS_ID_ENV] = new_run_id("evals")
-    try:
-        return _evaluate(plan, chosen, out, baseline_store=baseline_store)
-    finally:
-        if before is None:
-            os.environ.pop(EVALS_ID_ENV, None)
-        else:
-            os.environ[EVALS_ID_ENV] = before
-
-
-def _evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path | None = None) -> int:
-    """Run the stages, then summarise and gate what they wrote. 0 when every gated run passes its gate and
-    no stage broke (a crash, a time-out, or a run it should have written missing from the store), else 1."""
+    """Run the stages (built from `plan`, whose evals id every run they write carries), then summarise and
+    gate what they wrote. 0 when every gated run passes its gate and no stage broke (a crash, a time-out, or
+    a run it should have written missing from the store); 2 when a required stage (lint) failed, and nothing
+    after it ran; else 1."""
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (out / "promptfoo").mkdir(parents=True, exist_ok=True)
     store = open_store(plan.store)
-    if baseline_store and baseline_store.is_file():
+    if baseline_store is not None:
         print(f"==> baseline: {import_runs(store, baseline_store)} runs copied from {baseline_store}")
     with store.connect() as con:
         before = q.run_ids(con)
@@ -143,6 +168,9 @@ def _evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Pat
     started = time.perf_counter()
     results = run_stages(chosen, env, logs)
     wall = time.perf_counter() - started
+    stopped = next((r for r in results if r.stage.required and r.code != 0), None)
+    if stopped is not None:
+        return _stopped(stopped, out)
 
     with store.connect() as con:
         data = collect(con, before)
@@ -155,7 +183,7 @@ def _evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Pat
     q.last_evals_file(store.path).write_text(
         json.dumps({"gated": [r["run_id"] for r in data.gated], "controls": _controls(data)}, indent=1)
     )
-    report = _report(store, data, baselines, out)
+    report = _report(plan, store, data, baselines, out)
     text = summary_text(data, results, str(report) if report else None, wall=wall)
     print(text)
     (out / "summary.txt").write_text(text)
@@ -185,19 +213,55 @@ def _controls(data: Collected) -> list[str]:
     return [r["run_id"] for r in data.runs if q.is_control(r)]
 
 
-def _report(store: Store, data: Collected, baselines: dict[str, str | None], out: Path) -> Path | None:
+STOP_LINES = 30  # lines of a required stage's log shown when it stops the build
+
+
+def _stopped(result: StageResult, out: Path) -> int:
+    """A required stage failed: its problems (each naming file, case and key), and nothing else ran. The
+    summary says so, never that the cases are valid."""
+    lines = [ln for ln in result.log.read_text(errors="replace").splitlines() if ln and not ln.startswith(("$ ", "("))]
+    shown = lines[:STOP_LINES]
+    if len(lines) > STOP_LINES:
+        shown.append(f"... {len(lines) - STOP_LINES} more lines: {result.log}")
+    text = "\n".join(
+        [
+            "",
+            f"make evals: stopped at {result.stage.name} ({result.stage.note}): {result.outcome}; no later stage "
+            "ran, no agent was called",
+            *(f"  {ln}" for ln in shown),
+            "make evals: FAILED (bad input: fix it, then run again)",
+        ]
+    )
+    print(text, file=sys.stderr)
+    (out / "summary.txt").write_text(text + "\n")
+    return 2
+
+
+def _report(plan: Plan, store: Store, data: Collected, baselines: dict[str, str | None], out: Path) -> Path | None:
     """One HTML report of every run this invocation wrote, with the kit's run beside its baseline; the same
     comparison as Markdown for a PR comment."""
+    from kit.commands.report import ReportRequest, report
+
     kit_run = next((r["run_id"] for r in reversed(data.runs) if r["source"] == "kit"), None)
     if not kit_run:
         return None
-    argv = ["--run", kit_run, "--runs", *(r["run_id"] for r in data.runs), "--html", str(out / "report.html")]
     base = baselines.get(kit_run)
-    if base:
-        argv += ["--compare", base, kit_run, "--md", str(out / "compare.md")]
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = kit_command("report", [*argv, "--store", str(store.path)])()
-    return out / "report.html" if code == 0 else None
+    request = ReportRequest(
+        store=store.path,
+        run=kit_run,
+        runs=tuple(r["run_id"] for r in data.runs),
+        html=out / "report.html",
+        compare=(base, kit_run) if base else None,
+        md=out / "compare.md" if base else None,
+        cases=Path(plan.cases),
+        gates=plan.settings.gates,
+        text=False,
+    )
+    try:
+        return report(request).html
+    except KitInputError as e:
+        print(f"make evals: no HTML report: {e}", file=sys.stderr)
+        return None
 
 
 GATE_LINES = 5  # problems shown per run; `kit gate --run ID` lists them all
@@ -227,10 +291,9 @@ def _broken(results: list[StageResult], data: Collected) -> list[tuple[str, str]
     """Stages that broke, each with why: exited with a code that is neither success nor a judged failure
     (a crash, a time-out, bad input), or left out a run it must write (a tool that died, an ingest that
     failed). Either fails the build, whatever the other stages wrote."""
-    wrote = {(r["source"], r["kind"]) for r in data.runs}
     out: list[tuple[str, str]] = []
     for r in results:
-        missing = [f"{src} {kind}" for src, kind in r.stage.writes if (src, kind) not in wrote]
+        missing = missing_runs(r, data)
         if r.broke:
             out.append((r.stage.name, "timed out" if r.code == TIMED_OUT else f"exit {r.code}"))
         elif missing:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.judge import judge_failure_lines
-from kit.pipeline.stages import StageResult
+from kit.pipeline.executor import StageResult
 from kit.report.data import soft_gate_calibrations
 from kit.store import queries as q
 
@@ -45,6 +45,32 @@ def collect(con: Any, before: set[str]) -> Collected:
     )
 
 
+def missing_runs(result: StageResult, data: Collected) -> list[str]:
+    """The runs a stage had to write and the store does not hold, as "source kind"."""
+    wrote = {(r["source"], r["kind"]) for r in data.runs}
+    return [f"{src} {kind}" for src, kind in result.stage.writes if (src, kind) not in wrote]
+
+
+def stage_outcome(result: StageResult, data: Collected) -> str:
+    """What a stage did, in words: "passed"; "3 judged failures" (its tool ran and judged: the failed case
+    runs it stored, red-team attacks included, controls not; the gate decides the build); "broken: exit 1",
+    "broken: timed out after 600 s" or "broken: no promptfoo redteam run reached the store"."""
+    if result.broke:
+        return result.outcome
+    missing = missing_runs(result, data)
+    if missing:
+        return f"broken: no {', no '.join(missing)} run reached the store"
+    if result.code == 0:
+        return "passed"
+    writes = set(result.stage.writes)
+    failed = sum(
+        (r["runs"] or 0) - (r["passed"] or 0)
+        for r in data.runs
+        if (r["source"], r["kind"]) in writes and not q.is_control(r)
+    )
+    return f"{failed} judged failure{'s' if failed != 1 else ''}" if failed else "judged failures"
+
+
 def soft_lines(data: Collected) -> list[str]:
     """Beside each soft gate's pass rate, how far to trust it: its rubric's last calibration."""
     if not data.soft:
@@ -70,15 +96,18 @@ def cost_lines(data: Collected, results: list[StageResult]) -> list[str]:
     stage_of = {r["run_id"]: r["stage"] for r in data.runs}
     lines = ["\n== what it cost (agent calls; tokens and cost where the traces carry them)"]
     calls = retries = tokens = 0
-    cost = 0.0
+    cost: float | None = None
+    uncounted: list[str] = []
     waited = own = 0.0
     for c in data.costs:
         n = c["agent_calls"]
-        shown = "?" if n is None else f"{n}"
+        if n is None:  # results that came through no runner of the kit's (a test that called its agent itself)
+            uncounted.append(stage_of.get(c["run_id"], c["source"]))
         calls += n or 0
         retries += c["retries"] or 0
         tokens += c["tokens"] or 0
-        cost += c["cost_usd"] or 0.0
+        if c["cost_usd"] is not None:
+            cost = (cost or 0.0) + c["cost_usd"]
         waited += c["agent_s"] or 0.0
         own += c["kit_s"] or 0.0
         tok = f"{c['tokens']:,} tokens" if c["tokens"] is not None else "tokens not recorded"
@@ -89,13 +118,16 @@ def cost_lines(data: Collected, results: list[StageResult]) -> list[str]:
             else ""
         )
         judged = " (judged the kit stage's runs)" if n == 0 and c["runs"] else ""
+        counted = f"{n:>5} calls" if n is not None else "calls not counted (the agent was called outside the kit)"
         lines.append(
-            f"  {stage_of.get(c['run_id'], c['source']):<17} {shown:>5} calls for {c['runs']} runs{judged}, "
+            f"  {stage_of.get(c['run_id'], c['source']):<17} {counted} for {c['runs']} runs{judged}, "
             f"{c['retries'] or 0} retries, {tok}, {usd}{secs}"
         )
     wall = sum(r.seconds for r in results if r.stage.name in ("kit", "redteam"))
+    total_cost = f"${cost:.4f}" if cost is not None else "cost not recorded"
+    besides = f" (besides {', '.join(uncounted)}: not counted)" if uncounted else ""
     lines.append(
-        f"  {'total':<17} {calls:>5} calls, {retries} retries, {tokens:,} tokens, ${cost:.4f}; "
+        f"  {'total':<17} {calls:>5} calls{besides}, {retries} retries, {tokens:,} tokens, {total_cost}; "
         f"{waited:.1f} s waiting on the agent, summed over calls made at once (the stages that call it took "
         f"{wall:.1f} s of wall time), {own:.2f} s the kit's own"
     )
@@ -136,15 +168,17 @@ def summary_text(
     lines = ["", "== stages"]
     for r in results:
         cpu = f"CPU {r.cpu:5.1f} s" if r.cpu is not None else ""
-        lines.append(f"  {r.stage.name:<10} exit {r.code:<4} {r.seconds:>7.1f} s   {cpu:<11}  {r.stage.note}")
+        lines.append(
+            f"  {r.stage.name:<15} {stage_outcome(r, data):<20} {r.seconds:>7.1f} s   {cpu:<11}  {r.stage.note}"
+        )
     added = sum(r.seconds for r in results)
     spent = sum(r.cpu or 0.0 for r in results)
     together = [r.stage.name for r in results if r.stage.together]
     if wall is None or len(together) < 2:
-        lines.append(f"  {'total':<10} {'':<9} {wall if wall is not None else added:>7.1f} s   CPU {spent:5.1f} s")
+        lines.append(f"  {'total':<15} {'':<20} {wall if wall is not None else added:>7.1f} s   CPU {spent:5.1f} s")
     else:
         lines.append(
-            f"  {'total':<10} {'':<9} {wall:>7.1f} s   CPU {spent:5.1f} s  wall time: {', '.join(together)} ran"
+            f"  {'total':<15} {'':<20} {wall:>7.1f} s   CPU {spent:5.1f} s  wall time: {', '.join(together)} ran"
             f" at the same time (the stages' own times add up to {added:.1f} s)"
         )
     lines.append("\n== runs (per source)")

@@ -15,7 +15,6 @@ import fnmatch
 import hashlib
 import json
 import math
-import os
 import sys
 import threading
 import time
@@ -92,7 +91,7 @@ def _run(args: RunRequest, the_plan: Any) -> int:
         "run_id": run_id,
         "source": "kit",
         "kind": the_plan.kind,
-        "evals_id": os.environ.get("KIT_EVALS_ID") or None,
+        "evals_id": the_plan.evals_id,  # the `make evals` this run belongs to, if any
         "started_at": now(),
         "agent": agent.name,
         "model": the_plan.model,

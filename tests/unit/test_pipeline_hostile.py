@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from kit.pipeline.evals import _broken
-from kit.pipeline.stages import TIMED_OUT, Stage, StageResult, Step, promptfoo_state_stage, run_stages
+from kit.pipeline.executor import TIMED_OUT, Stage, StageResult, Step, run_stages
+from kit.pipeline.stages import promptfoo_state_stage
 from kit.pipeline.summary import Collected
 from kit.plan import make_plan
 

@@ -10,7 +10,7 @@ import pytest
 
 from kit.cli import main as kit
 from kit.pipeline.evals import _controls
-from kit.pipeline.stages import error_tail
+from kit.pipeline.executor import error_tail
 from kit.pipeline.summary import check_lines, collect
 from kit.result import CaseRun, Result
 from kit.store import open_store

@@ -265,7 +265,10 @@ def _result(r: PfResult, case_id: str, attempt: int, provider: str) -> tuple[Cas
     return CaseRun(case_id, attempt, tuple(hard), error=error, metrics=metrics), trace, soft
 
 
-def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = False) -> Ingested:
+def ingest(
+    store: Any, path: Path, *, git_sha: str | None = None, force: bool = False, evals_id: str | None = None
+) -> Ingested:
+    """The file's runs into the store (one per provider), each under `evals_id` (the `make evals` that ran it)."""
     pf = parse(path)
     eval_id = pf.evalId or digest(pf.model_dump(mode="json"))
     by_provider: dict[str, list[tuple[int, PfResult]]] = {}
@@ -299,6 +302,7 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
         store.start_run(
             "promptfoo",
             kind=_kind(pf, provider, results),
+            evals_id=evals_id,
             model=_planned(results, "model") or provider,
             agent=_planned(results, "agent") or (pf.config.get("description") and str(pf.config["description"])),
             config_hash=config_hash,
