@@ -45,6 +45,7 @@ import yaml
 
 from kit import __version__, yamlio
 from kit.errors import KitInputError
+from kit.toolspec import tool_effects, with_effects
 
 PROMPTFOO_VERSION = "0.123.1"  # the kit's own package.json pins the same (a unit test holds them together)
 DEFAULT_CASES = "evals/cases.yaml"
@@ -229,6 +230,22 @@ def redteam_case(root: Path, cases: str) -> str:
     return header + _yaml([case])
 
 
+def redteam_invariants(root: Path, cases: str) -> str:
+    """redteam/invariants.yaml: the kit's generic invariants; with a tools.json, the calls that write or send
+    are its tools of those effects (each tool's `effect`, else its name's default)."""
+    tools = _tools_json(root, cases)
+    if tools is None:
+        return _generic_invariants()
+    try:
+        effects = tool_effects(json.loads(tools.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, ValueError) as e:
+        raise KitInputError(str(e), file=str(tools.relative_to(root))) from None
+    aimed = with_effects(yamlio.safe_load(_generic_invariants()) or {}, effects)
+    acting = ", ".join(sorted(n for n, e in effects.items() if e != "read")) or "none"
+    header = f"# The kit's generic red-team invariants (written by `kit init`); tools that write or send: {acting}.\n"
+    return header + _yaml(aimed)
+
+
 def _generic_invariants() -> str:
     return (redteam_folder() / "generic" / "invariants.yaml").read_text(encoding="utf-8")
 
@@ -271,7 +288,7 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
             for n in ("agent_provider.py", "store_hook.py", "cases.py", "oracle_assert.cjs")
         ),
         Generated(ATTACKS, attacks_text, checked=False),
-        Generated("redteam/invariants.yaml", _generic_invariants(), checked=False),
+        Generated("redteam/invariants.yaml", redteam_invariants(root, cases), checked=False),
         Generated(REDTEAM_CASE, redteam_case(root, cases), checked=False),
         Generated("redteam/README.md", fill("redteam/README.md.tmpl")),
         *(Generated(f"redteam/{n}", fill(f"redteam/{n}.tmpl")) for n in ("generator.py", "hooks.py", "grader.cjs")),

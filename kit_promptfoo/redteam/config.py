@@ -26,6 +26,7 @@ judged by the same case.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from collections import Counter
@@ -35,6 +36,7 @@ from typing import Any
 import yaml
 
 from kit import yamlio
+from kit.toolspec import Effect, tool_effects, with_effects
 from kit_promptfoo.genconfig import agent_provider, file_ref, glue
 from kit_promptfoo.redteam import corpus
 
@@ -50,6 +52,14 @@ GENERIC_PURPOSE = (
 CASE_ID = "redteam-attack"
 
 
+def effects_of(tools: Path) -> dict[str, Effect]:
+    """Each tool's effect (read, write, send) from a tools.json; a bad file is a ValueError naming it."""
+    try:
+        return tool_effects(json.loads(tools.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, ValueError) as e:
+        raise ValueError(f"{tools}: {e}") from None
+
+
 def invariant_names(path: Path) -> list[str]:
     data = yamlio.safe_load(path.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict) or not data:
@@ -60,7 +70,12 @@ def invariant_names(path: Path) -> list[str]:
 def write_case(folder: Path, invariants: Path, tools: Path | None) -> Path:
     """case.yaml (one case judging every attack) and the invariants it lists, side by side in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(invariants, folder / "invariants.yaml")
+    if tools is None:
+        shutil.copyfile(invariants, folder / "invariants.yaml")
+    else:  # the calls that write or send are the tools.json's own (each tool's `effect`)
+        aimed = with_effects(yamlio.safe_load(invariants.read_text(encoding="utf-8")) or {}, effects_of(tools))
+        note = f"# {invariants}, narrowed to the tools that write or send in {tools}\n"
+        (folder / "invariants.yaml").write_text(note + yaml.safe_dump(aimed, sort_keys=False, width=110))
     case: dict[str, Any] = {
         "id": CASE_ID,
         "input": "(each attack replaces this)",
