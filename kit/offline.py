@@ -1,4 +1,5 @@
-"""The environment that keeps DeepEval and Promptfoo on this machine and inside the project, defined once.
+"""The environment that keeps DeepEval and Promptfoo on this machine and inside the project, defined once,
+and the one function that gives the agent's code the user's own environment back (`agent_environment`).
 
 The pipeline's stages, the Promptfoo launcher (kit_promptfoo/run_promptfoo.py) and the DeepEval adapter
 (deepeval_metrics/offline.py) take their variables from here; the project's `.env` (read by both tools
@@ -7,7 +8,9 @@ when typed by hand) holds the same values, which a test pins. Names only: nothin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import os
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 DEEPEVAL: dict[str, str] = {
@@ -44,6 +47,9 @@ DEAD_PROXY: dict[str, str] = {
     "no_proxy": "127.0.0.1,localhost,::1",
 }
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+# The user's own values of the variables the dead proxy replaced (JSON: name -> value, null where unset),
+# saved when the kit sets it, so the agent's code gets them back (`agent_environment`).
+USER_ENV = "KIT_USER_ENV"
 
 STATE = ".promptfoo"  # Promptfoo's state folder, under the project root
 
@@ -59,8 +65,55 @@ def promptfoo_env(root: Path, python: str, base: Mapping[str, str]) -> dict[str,
     env["PROMPTFOO_CACHE_PATH"] = str(state / "cache")
     env["PROMPTFOO_PYTHON"] = python
     if env.get("KIT_PROMPTFOO_ONLINE") != "1":
+        # An outer launch saved them already (its base held the dead proxy, not the user's values).
+        env.setdefault(USER_ENV, json.dumps({k: base.get(k) for k in DEAD_PROXY}))
         env.update(DEAD_PROXY)
     return env
+
+
+def agent_environment(env: MutableMapping[str, str] | None = None) -> dict[str, str | None]:
+    """Give the agent's code the user's own environment back (`os.environ` unless `env` is given), in place:
+    the offline guard is for the tools (Promptfoo's beacon), never for the agent, whose model may be any host.
+
+    Where the kit set the dead proxy it saved the user's values (USER_ENV): those come back exactly, an unset
+    one unset. Where the project's `.env` set it (Promptfoo and DeepEval read it; neither overrides a variable
+    already set), a proxy variable holding the dead proxy is removed, and with it the kit's NO_PROXY list.
+    Keys, CA bundles and every other variable are the user's already: the kit never changes them. Returns
+    what it changed (name -> the value now, None: removed); writes nothing when nothing is to change, so
+    calling it before every agent call costs a few lookups. Every place an agent runs calls it
+    (`kit.runner.invoke.call` and `call_async`, which the runner's hosts, DeepEval and Promptfoo's provider
+    all go through)."""
+    env = os.environ if env is None else env
+    wanted: dict[str, str | None] = {}
+    saved = env.get(USER_ENV)
+    own: dict[str, str | None] | None = None
+    if saved:
+        try:
+            loaded = json.loads(saved)
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            own = {k: v if isinstance(v, str) else None for k, v in loaded.items() if k in DEAD_PROXY}
+    if own is not None:
+        for name in DEAD_PROXY:
+            if env.get(name) == DEAD_PROXY[name]:  # still the kit's: the user's value comes back
+                value = own.get(name)
+                wanted[name] = None if value == DEAD_PROXY_URL else value
+    else:
+        dead = [name for name in PROXY_VARS if env.get(name) == DEAD_PROXY_URL]
+        wanted.update(dict.fromkeys(dead))
+        if dead:
+            wanted.update({n: None for n in ("NO_PROXY", "no_proxy") if env.get(n) == DEAD_PROXY[n]})
+    changed: dict[str, str | None] = {}
+    for name, value in wanted.items():
+        if env.get(name) == value:
+            continue
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+        changed[name] = value
+    return changed
 
 
 def dotenv_values() -> dict[str, str]:

@@ -90,7 +90,8 @@ class ScriptedOpenAIServer:
     """A local OpenAI-compatible chat-completions endpoint answering from a script (a model double)."""
 
     def __init__(self, script: Script, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        if host not in ("127.0.0.1", "localhost", "::1"):
+        # Any loopback address: 127.0.0.2 stands in for a hosted model (it is outside the kit's NO_PROXY list).
+        if host not in ("localhost", "::1") and not host.startswith("127."):
             raise ValueError(f"the model double listens on loopback only, not {host!r}")
         self._script = script
         self._position = 0
@@ -108,7 +109,8 @@ class ScriptedOpenAIServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        host = str(self._httpd.server_address[0])
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}/v1"
 
     @property
     def remaining(self) -> int | None:

@@ -34,6 +34,7 @@ from kit.case import Case
 from kit.errors import KitInputError
 from kit.frozen import thaw
 from kit.names import file_in
+from kit.offline import agent_environment
 from kit.runner.conversation import AgentConversation
 from kit.runner.frameworks import with_end_state_read
 from kit.settings import Settings, project_root
@@ -173,6 +174,7 @@ def load_agent(spec: str) -> Agent:
     root = str(project_root())  # the project's own modules import without PYTHONPATH, wherever a tool starts
     if root not in sys.path:
         sys.path.insert(0, root)
+    agent_environment()  # a client the module makes at import reads its proxies then
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # an import error in the user's module is bad input, said in one line

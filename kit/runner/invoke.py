@@ -44,6 +44,7 @@ from typing import Any
 from kit.case import Case
 from kit.errors import KitInputError
 from kit.evaluate import error_run, evaluate
+from kit.offline import agent_environment
 from kit.result import CaseRun
 from kit.runner.agents import Agent, MalformedTrace, resolve_awaitable, to_trace
 from kit.runner.conversation import NextMessage, TurnError, converse, scripted
@@ -299,6 +300,7 @@ def call(
     early, conversation = _prepare(agent, case, attempt)
     if early is not None:
         return early
+    agent_environment()  # the user's own proxies for the agent's code, whichever tool started this process
     shared = _own_slots(agent) if slots is True else slots or None
     held = shared.acquire() if shared is not None else None
     try:
@@ -343,6 +345,7 @@ async def call_async(
     early, conversation = _prepare(agent, case, attempt)
     if early is not None:
         return early
+    agent_environment()
     if conversation is not None or not agent.is_async:
         return await asyncio.to_thread(
             call, agent, case, attempt, timeout=timeout, run_id=run_id, slots=slots, on_start=on_start
