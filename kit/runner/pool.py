@@ -3,14 +3,20 @@
 `execute(jobs, work, ...)`: `work(job)` runs whole in a worker. Processes are the default: the reference
 agent and the checks are Python, so threads share one core under the GIL. The pool is our own rather than
 concurrent.futures' because a hung job must be killable on its own: its worker is killed and replaced, the
-job is reported as a timeout, and the other jobs go on. Workers are forked, so they inherit the loaded suite
-and agent; only job indices and results cross.
+job is reported as a timeout, and the other jobs go on. Only job indices and results cross a pipe.
 
 `dispatch(jobs, call, ...)`: a job's `call` (a user's agent: mostly waiting on a model) runs up to
 `concurrency` at once, in threads or, for an `async def` agent (`acall`), as tasks on an event loop; its
 result lands in the calling process, which does the rest (the runner judges there). In `process` mode the
-calls run in forked host processes, so nothing the agent does reaches the process that judges; a host that
-dies fails only its own calls and is replaced.
+calls run in host processes, so nothing the agent does reaches the process that judges; a host that dies
+fails only its own calls and is replaced.
+
+How children start (`start`): `spawn` by default, on every platform: a fresh interpreter that is handed the
+jobs and the work pickled (a user's agent travels by name and is imported there) and inherits no threads,
+locks or Objective-C state. Forking a process that loaded the Objective-C runtime is unsafe on macOS (an
+httpx client, so the openai SDK, reads the proxy settings through `_scproxy`), and a fork copies whatever
+locks the parent's threads held. `fork` is only for the kit's own code where it is safe (`FORK_SAFE`: Linux),
+the reference agent's fast path, which bench/start_method.py measures against spawn.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -32,6 +39,10 @@ J = TypeVar("J")
 R = TypeVar("R")
 
 MODES = ("process", "thread", "serial")
+STARTS = ("spawn", "fork")
+# Where forking the kit's own workers is safe: Linux. On macOS a fork after the Objective-C runtime loaded
+# may crash the child, and Python itself starts with spawn there.
+FORK_SAFE = sys.platform == "linux"
 GRACE_S = 2.0  # after the timeout, how long a job may still take to report (its own soft timeout fires first)
 
 OnResult = Callable[[int, Any], None]
@@ -39,10 +50,10 @@ OnFailure = Callable[[int, str], None]
 
 
 def default_workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux only
+    if affinity is not None:
+        return max(1, len(affinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 def execute(
@@ -52,24 +63,36 @@ def execute(
     mode: str = "process",
     workers: int | None = None,
     timeout: float | None = None,
+    start: str = "spawn",
     on_result: OnResult,
     on_failure: OnFailure,
 ) -> None:
     """Run `work(job)` for every job; report each as `on_result(i, r)` or `on_failure(i, why)`.
 
     `work` should not raise (the runner's job function records its own errors); if it does, or its worker
-    dies, or it overruns `timeout` (+ a grace period), that job is reported through `on_failure`.
+    dies, or it overruns `timeout` (+ a grace period), that job is reported through `on_failure`. With
+    `start="spawn"` (processes), `jobs` and `work` must pickle.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    ctx = _context(start)
     n = min(workers or default_workers(), len(jobs))
     if mode == "serial" or n <= 1:
         _in_turn(jobs, work, on_result, on_failure)
         return
     if mode == "process":
-        _ProcessPool(jobs, work, n, timeout).run(on_result, on_failure)
+        _ProcessPool(jobs, work, n, timeout, ctx).run(on_result, on_failure)
     else:
         _ThreadPool(jobs, _no_start(work), n, timeout).run(on_result, on_failure)
+
+
+def _context(start: str) -> Any:
+    """The multiprocessing context for `start`; `fork` where it is not safe is refused, not quietly used."""
+    if start not in STARTS:
+        raise ValueError(f"start must be one of {', '.join(STARTS)}, got {start!r}")
+    if start == "fork" and not FORK_SAFE:
+        raise ValueError(f"fork is not safe on {sys.platform}: start with spawn")
+    return mp.get_context(start)
 
 
 def _in_turn(jobs: Sequence[J], work: Callable[[J], Any], on_result: OnResult, on_failure: OnFailure) -> None:
@@ -115,6 +138,7 @@ def dispatch(
     workers: int | None = None,
     concurrency: int = 1,
     timeout: float | None = None,
+    start: str = "spawn",
     on_result: OnResult,
     on_failure: OnFailure,
     retire: Callable[[Any], bool] | None = None,
@@ -124,12 +148,14 @@ def dispatch(
     period, counted from `on_start`: waiting for a shared slot is not the agent's time) or its host died.
 
     `serial`: one call at a time, here. `thread`: threads (or, with `acall`, tasks on one event loop in a
-    thread) of this process. `process`: min(workers, concurrency) forked hosts sharing the cap, each
-    running its calls the same way; `call`'s payload must pickle. A host whose payload `retire` flags
+    thread) of this process. `process`: min(workers, concurrency) host processes sharing the cap, each
+    running its calls the same way; `call`'s payload must pickle, and with `start="spawn"` so must `jobs`,
+    `call` and `acall` (they are handed to each host as it starts). A host whose payload `retire` flags
     (a call that overran and left its thread behind) takes no more calls, and is replaced once its others
     have landed."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    ctx = _context(start)
     if not jobs:
         return
     cap = max(1, min(concurrency, len(jobs)))
@@ -141,7 +167,7 @@ def dispatch(
         pool.run(on_result, on_failure)
         return
     hosts = max(1, min(workers or default_workers(), cap))
-    _HostPool(jobs, call, acall, hosts, cap, timeout, retire).run(on_result, on_failure)
+    _HostPool(jobs, call, acall, hosts, cap, timeout, ctx, retire).run(on_result, on_failure)
 
 
 def _nothing() -> None:
@@ -175,22 +201,22 @@ def _interrupts() -> Iterator[threading.Event]:
 # --- processes ------------------------------------------------------------------------------------------
 
 
-PR_SET_PDEATHSIG = 1
+WATCH_S = 0.25  # how often a child looks whether its parent is still there
 
 
 def die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when its parent dies, so a killed run leaves no worker behind
-    (a worker reparented to PID 1 would run its agent on, unseen). Elsewhere a no-op: the workers still
-    stop at the end of a run, just not on a SIGKILL of their parent."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        return
-    if os.getppid() != parent:  # the parent died before the request was made
+    """End this process soon after its parent dies, so a killed run leaves no worker behind (a child
+    reparented to init, or to a subreaper, would run its agent on, unseen). A daemon thread watches the
+    parent's pid (`os.getppid` changes when the parent is gone): the same on Linux and macOS, no prctl."""
+    if os.getppid() != parent:  # the parent died before we got here
         os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kit-parent-watch", daemon=True).start()
 
 
 def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], Any], parent: int) -> None:
@@ -209,7 +235,7 @@ def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], An
 
 
 class _Child:
-    """A forked child process and its end of a pipe: sent job indexes, `None` to stop, killed if need be."""
+    """A child process and its end of a pipe: sent job indexes, `None` to stop, killed if need be."""
 
     def __init__(self, ctx: Any, target: Callable[..., None], *args: Any) -> None:
         parent, child = ctx.Pipe()
@@ -241,9 +267,8 @@ class _Proc(_Child):
 
 
 class _ProcessPool(Generic[J, R]):
-    def __init__(self, jobs: Sequence[J], work: Callable[[J], R], n: int, timeout: float | None) -> None:
-        self.jobs, self.work, self.n, self.timeout = jobs, work, n, timeout
-        self.ctx = mp.get_context("fork")
+    def __init__(self, jobs: Sequence[J], work: Callable[[J], R], n: int, timeout: float | None, ctx: Any) -> None:
+        self.jobs, self.work, self.n, self.timeout, self.ctx = jobs, work, n, timeout, ctx
 
     def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
         todo = deque(range(len(self.jobs)))
@@ -529,12 +554,12 @@ class _HostPool:
         hosts: int,
         cap: int,
         timeout: float | None,
+        ctx: Any,
         retire: Callable[[Any], bool] | None = None,
     ) -> None:
         self.jobs, self.call, self.acall, self.timeout, self.retire = jobs, call, acall, timeout, retire
-        self.n, self.cap = hosts, cap
+        self.n, self.cap, self.ctx = hosts, cap, ctx
         self.share = -(-cap // hosts)  # calls per host, rounded up; the total stays under `cap`
-        self.ctx = mp.get_context("fork")
 
     def _new(self) -> _Host:
         return _Host(self.ctx, self.jobs, self.call, self.acall)

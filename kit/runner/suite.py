@@ -9,7 +9,7 @@ cases deterministically so that n CI jobs together run the suite once.
 
 Where the calls run: the reference agent (the kit's own code, milliseconds of CPU a run) runs and is judged
 in worker processes, one run per worker at a time. A user's agent is called up to `concurrency` times at
-once (threads for a sync callable, an event loop for an `async def` one), in forked host processes in
+once (threads for a sync callable, an event loop for an `async def` one), in spawned host processes in
 `process` mode, and every trace is judged here, in the runner's own process, which the agent never ran in:
 an agent that patches the oracle, exits or changes directory changes nothing of the verdicts or the store.
 """
@@ -26,8 +26,10 @@ from typing import Any
 from kit.case import Case
 from kit.errors import KitInputError
 from kit.evaluate import error_run
+from kit.runner import pool
 from kit.runner.agents import Agent
-from kit.runner.invoke import Called, Invocation, call, call_async, invoke, judge
+from kit.runner.hosted import AgentAsyncCall, AgentCall, for_agent
+from kit.runner.invoke import Called, Invocation, invoke, judge
 from kit.runner.pool import default_workers, dispatch, execute
 from kit.settings import Settings
 
@@ -110,8 +112,9 @@ def run_suite(
         cr = error_run(job.case.id, job.attempt, why, run_id=run_id)
         done(i, Invocation(dataclasses.replace(cr, metrics={"agent_calls": 1}), None))
 
-    if agent.uses_kit_agent and options.mode == "process":
-        # The kit's own agent: CPU-bound and trusted, run and judged in the same worker (its fast path).
+    if agent.uses_kit_agent and options.mode == "process" and pool.FORK_SAFE:
+        # The kit's own agent: CPU-bound and trusted, run and judged in the same forked worker (its fast
+        # path, Linux only: bench/start_method.py). Elsewhere it takes the spawned hosts as a user's agent.
         def work(job: Job) -> Invocation:
             return invoke(agent, job.case, job.attempt, timeout=options.timeout, run_id=run_id)
 
@@ -121,6 +124,7 @@ def run_suite(
             mode="process",
             workers=min(workers, concurrency),
             timeout=options.timeout,
+            start="fork",
             on_result=done,
             on_failure=failed,
         )
@@ -145,15 +149,10 @@ def _called_and_judged(
     crossing = options.mode == "process"
     here = _cwd()
 
-    def agent_call(job: Job, on_start: Callable[[], None]) -> Called:
-        called = call(agent, job.case, job.attempt, timeout=options.timeout, run_id=run_id, on_start=on_start)
-        return called.wire() if crossing else called
-
-    async def agent_acall(job: Job, on_start: Callable[[], None]) -> Called:
-        called = await call_async(
-            agent, job.case, job.attempt, timeout=options.timeout, run_id=run_id, on_start=on_start
-        )
-        return called.wire() if crossing else called
+    # Objects, not closures: a spawned host is handed them pickled (kit.runner.hosted).
+    make = AgentAsyncCall if agent.is_async else AgentCall
+    agent_call = make(agent, options.timeout, run_id, crossing)
+    sent = [Job(for_agent(j.case), j.attempt) for j in jobs] if crossing else jobs
 
     def landed(i: int, called: Any) -> None:
         if here is not None and not crossing and _cwd() != here:
@@ -167,9 +166,9 @@ def _called_and_judged(
         done(i, judge(called, job.case, job.attempt, run_id=run_id))
 
     dispatch(
-        jobs,
+        sent,
         agent_call,
-        acall=agent_acall if agent.is_async else None,
+        acall=agent_call if agent.is_async else None,
         mode=options.mode,
         workers=workers,
         concurrency=concurrency,
