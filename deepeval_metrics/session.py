@@ -8,7 +8,8 @@ import os
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
-from kit.gate.policy import GatePolicy
+from kit.gate.policy import GatePolicy, load_policy
+from kit.gate.rules import RunRules, run_rules
 from kit.gate.verdict import SoftFloor, soft_floors
 from kit.plan import Plan, trace_model
 from kit.store import Store, new_run_id, open_store
@@ -16,10 +17,11 @@ from kit.store.queries import soft_gates
 
 
 class EvalSession:
-    def __init__(self, store: Store, run_id: str, *, owner: bool) -> None:
+    def __init__(self, store: Store, run_id: str, *, owner: bool, rules: RunRules | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.owner = owner  # only the process that started the run finishes it
+        self.rules = rules  # what the run is held to, recorded with it (kit.gate.rules)
         self.finished = False
         self.model: str | None = None  # the first recorded trace's own model id, for a run started without one
 
@@ -35,16 +37,19 @@ class EvalSession:
     ) -> EvalSession:
         """The controller (or a lone process) starts the run in the plan's store, under the plan's run id if
         it has one, as part of its `make evals` (evals id); an xdist worker joins the run its controller
-        started: the controller hands its workers, before they spawn, the plan with that run id."""
+        started: the controller hands its workers, before they spawn, the plan with that run id. The run
+        records its rules (the plan's cases, those that did not load included, under its gates file), as
+        `kit run` does: the gate judges it by them."""
         store = open_store(plan.store)
         if worker:
             if not plan.settings.run_id:
                 raise RuntimeError("an xdist worker's plan has no run id: the controller did not start a run")
             return cls(store, plan.settings.run_id, owner=False)
         run_id = plan.settings.run_id or new_run_id(source)
-        store.start_run(source, run_id=run_id, meta=meta, evals_id=plan.evals_id, **run)
+        rules = run_rules(plan.suite, load_policy(plan.settings.gates))
+        store.start_run(source, run_id=run_id, meta=meta, evals_id=plan.evals_id, rules=rules, **run)
         os.environ.update(plan.derive(run_id=run_id).env())
-        return cls(store, run_id, owner=True)
+        return cls(store, run_id, owner=True, rules=rules)
 
     def record(self, log: CaseLog) -> None:
         """Store the log once (the plugin stores, after each test, every log not stored yet)."""
@@ -82,6 +87,8 @@ class EvalSession:
             return soft_floors(soft_gates(con, self.run_id), policy)
 
     def finish(self) -> None:
+        """Finish the run: `incomplete` when cases did not load (a gate never passes a suite with a hole)."""
         if self.owner and not self.finished:
-            self.store.finish_run(self.run_id, model=self.model)
+            status = "incomplete" if self.rules is not None and self.rules.not_loaded else "complete"
+            self.store.finish_run(self.run_id, status=status, model=self.model)
             self.finished = True

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,9 +34,10 @@ def main(args: argparse.Namespace) -> int:
     if args.git_sha == "auto":
         sha = current_git_sha()
     status = 0
+    rules = {"rules": _rules()} if args.tool == "promptfoo" else {}
     for path in args.files:
         try:
-            done = ingest(store, path, git_sha=sha, force=args.force)
+            done = ingest(store, path, git_sha=sha, force=args.force, **rules)
         except KitInputError as e:
             print(f"kit ingest: {e}", file=sys.stderr)
             status = 2
@@ -45,3 +47,20 @@ def main(args: argparse.Namespace) -> int:
         if done.run_ids:
             print(f"{path}: {done.cases} cases, {done.results} check results → run {', '.join(done.run_ids)}")
     return status
+
+
+def _rules() -> Any:
+    """What a Promptfoo eval of the plan's cases ran under (kit.gate.rules), recorded with its golden runs:
+    the plan's cases (those that did not load included) and gates file. None where no cases are set up."""
+    from kit.errors import KitInputError
+    from kit.gate.policy import load_policy
+    from kit.gate.rules import run_rules
+    from kit.plan import current_plan
+
+    try:
+        plan = current_plan()
+        if not plan.cases.exists():
+            return None
+        return run_rules(plan.suite, load_policy(plan.settings.gates), origin="ingest")
+    except KitInputError:  # settings or gates that do not load: `kit gate` names them
+        return None

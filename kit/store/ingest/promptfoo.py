@@ -266,9 +266,17 @@ def _result(r: PfResult, case_id: str, attempt: int, provider: str) -> tuple[Cas
 
 
 def ingest(
-    store: Any, path: Path, *, git_sha: str | None = None, force: bool = False, evals_id: str | None = None
+    store: Any,
+    path: Path,
+    *,
+    git_sha: str | None = None,
+    force: bool = False,
+    rules: Any = None,
+    evals_id: str | None = None,
 ) -> Ingested:
     """The file's runs into the store (one per provider), each under `evals_id` (the `make evals` that ran it)."""
+    # `rules`: what the eval ran under (kit.gate.rules.RunRules, read from the settings by the caller),
+    # recorded with each golden run; a red team's or a control's run is not held to the golden cases' floors.
     pf = parse(path)
     eval_id = pf.evalId or digest(pf.model_dump(mode="json"))
     by_provider: dict[str, list[tuple[int, PfResult]]] = {}
@@ -309,6 +317,7 @@ def ingest(
             git_sha=git_sha,
             run_id=run_id,
             started_at=pf.results.timestamp,
+            rules=rules if _kind(pf, provider, results) == "golden" else None,
             meta={"file": str(path), "evalId": pf.evalId, "promptfoo": pf.metadata.get("promptfooVersion")},
         )
         for case_run, _, soft in rows:
