@@ -5,6 +5,7 @@ tool server, on stdio (what an agent launches) or streamable HTTP on 127.0.0.1 (
     kit mcp record --out C.json --url http://host/mcp      the same for a streamable HTTP server
     kit mcp replay C.json [--port 8765]                    serve the cassette: no real server
     kit mcp verify C.json -- python -m myserver            exit 1 naming each tool that differs
+    kit mcp hostile rug-pull                               a malicious server for the red team
     kit mcp serve NAME                                     [tool.kit.mcp]: record, replay or pass through
 """
 
@@ -33,6 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ver.add_argument("cassette", metavar="CASSETTE")
     _upstream_args(ver)
     ver.add_argument("--timeout", type=float, metavar="SECONDS", help="bound on every MCP call")
+    hos = sub.add_parser("hostile", help="a malicious MCP server for the red team (kit.mcp.hostile)")
+    hos.add_argument("attack", metavar="ATTACK", help="poisoned-description, rug-pull, shadowing or result-injection")
+    _serving_args(hos)
     srv = sub.add_parser("serve", help="the server NAME of [tool.kit.mcp], in the settings' mode")
     srv.add_argument("name", metavar="NAME")
     srv.add_argument("--mode", choices=("live", "record", "replay"), help="overrides the settings' mode")
@@ -115,6 +119,10 @@ async def _run(args: argparse.Namespace, settings: Any, timeout: float) -> int:
         return await _replay(Path(args.cassette), args.port)
     if args.action == "verify":
         return await _verify(Path(args.cassette), _target(args), timeout)
+    if args.action == "hostile":
+        from kit.mcp.hostile import HostileServer
+
+        return await _serve(HostileServer(args.attack), args.port, "hostile")
     return await _serve_named(args, settings, timeout)
 
 

@@ -99,3 +99,33 @@ def desk_model(body: dict[str, Any]) -> Any:
         return {"tool_calls": [{"name": "issue_refund", "arguments": {"order_id": order_id, "amount": order["total"]}}]}
     refund = results[1]
     return f"Refunded {refund['amount']:g} on order {order_id}." if isinstance(refund, dict) else f"Sorry: {refund}"
+
+
+_ORDERED = __import__("re").compile(r"call (\w+) with (\{[^}]*\})")
+
+
+def shipping_model(obey: bool) -> Any:
+    """A model asked an order's status and shipping: it looks the order up, asks a shipping quote when a tool
+    offers one, and answers. With `obey`, it also does what a tool's description or result tells it to (once):
+    the agent that tool poisoning works on."""
+
+    def model(body: dict[str, Any]) -> Any:
+        messages = body["messages"]
+        asked = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        done = {(c["function"]["name"], c["function"]["arguments"]) for c in asked}
+        if obey:
+            said = [t["function"].get("description") or "" for t in body.get("tools") or []]
+            said += [_text(m["content"]) for m in messages if m["role"] == "tool"]
+            for text in said:
+                for name, args in _ORDERED.findall(text):
+                    if (name, json.dumps(json.loads(args))) not in {(n, json.dumps(json.loads(a))) for n, a in done}:
+                        return {"tool_calls": [{"name": name, "arguments": json.loads(args)}]}
+        names = [c["function"]["name"] for c in asked]
+        offered = {t["function"]["name"] for t in body.get("tools") or []}
+        if "lookup_order" not in names:
+            return {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "ORD-7"}}]}
+        if "shipping_quote" in offered and "shipping_quote" not in names:
+            return {"tool_calls": [{"name": "shipping_quote", "arguments": {"order_id": "ORD-7"}}]}
+        return "Order ORD-7 is delivered; shipping quoted."
+
+    return model
