@@ -22,6 +22,9 @@ from shared_runs import copy_repo, environ, shared_run
 
 from kit.doubles.judge import HTTP500_MESSAGE, MODEL
 
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux", reason="needs unshare -n (a Linux network namespace) to run make evals offline"
+)
 ROOT = Path(__file__).resolve().parents[2]
 # A few golden cases for the failing judges: the red team runs in full whatever the cases.
 SMALL = ROOT / "golden" / "cases" / "orders.yaml"

@@ -66,6 +66,7 @@ def sh(cmd: list[str], cwd: Path, *, timeout: float, env: dict[str, str] | None 
 @pytest.mark.skipif(
     not (KIT / "node_modules" / ".bin" / "promptfoo").exists(), reason="no Promptfoo (make test installs it)"
 )
+@pytest.mark.skipif(sys.platform != "linux", reason="needs unshare -n (a Linux network namespace) to prove offline")
 def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(tmp_path):
     if not _offline_ok():
         pytest.fail("unshare -n is needed to prove the offline commands (run as root, or with user namespaces)")
