@@ -104,15 +104,15 @@ def shard_parts(shards: Path, setting: str = "--shards") -> list[str]:
     """The shard files or folders in a CI matrix's download folder; a folder that is not there, or holds no
     shard, is bad input naming the setting (the kit's runner never runs in their place)."""
     if not shards.exists():
-        raise KitInputError(f"{setting}: no such folder: {shards}")
+        raise KitInputError(f"{setting}={shards}: no such folder")
     if not shards.is_dir():
-        raise KitInputError(f"{setting}: not a folder: {shards}")
+        raise KitInputError(f"{setting}={shards}: not a folder")
     try:
         parts = sorted(str(p) for p in shards.iterdir() if not p.name.startswith("."))
     except OSError as e:
-        raise KitInputError(f"{setting}: cannot read {shards}: {e.strerror}") from None
+        raise KitInputError(f"{setting}={shards}: cannot read the folder: {e.strerror}") from None
     if not parts:
-        raise KitInputError(f"{setting}: {shards} holds no shards (kit run --shard i/n --out writes them)")
+        raise KitInputError(f"{setting}={shards}: holds no shards (kit run --shard i/n --out writes them)")
     return parts
 
 
