@@ -93,8 +93,10 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
     origin = _origin(result)
     if origin == "openai_agents":
         from kit.importers.mcp import agents_sdk_servers, with_servers
+        from kit.runner.framework_agents import agents_sdk
 
-        return with_servers(_converted(_from_run_result(result), case_id, "openai_agents"), agents_sdk_servers(result))
+        trace = agents_sdk(_converted(_from_run_result(result), case_id, "openai_agents"), result)
+        return with_servers(trace, agents_sdk_servers(result))
     if origin == "pydantic_ai" and callable(getattr(result, "all_messages", None)):
         result = result.all_messages()  # a run's result (AgentRunResult): its messages
     if isinstance(result, bytes | bytearray | str):
@@ -166,8 +168,11 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
     if kinds <= {"responses", "openai"}:
         return _converted({"messages": _from_responses(items)}, case_id, "openai_responses", what=where)
     if kinds == {"langchain"}:
+        from kit.runner.framework_agents import by_message_name
+
         conv, errors = _from_langchain(items)
-        return _converted(conv, case_id, "langchain", errors=errors, what=where)
+        names = [getattr(m, "name", None) for m in items if getattr(m, "type", None) in ("ai", "AIMessageChunk")]
+        return by_message_name(_converted(conv, case_id, "langchain", errors=errors, what=where), names)
     if kinds <= {"pydantic_ai", "pydantic_ai_dict"}:
         conv, errors = _from_pydantic_ai(items)
         return _converted(conv, case_id, "pydantic_ai", errors=errors, what=where)

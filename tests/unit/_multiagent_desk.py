@@ -1,0 +1,132 @@
+"""A triage -> billing desk written twice, with the OpenAI Agents SDK (a handoff) and with LangGraph (two
+`create_react_agent` agents; triage's transfer tool hands control to billing), each returning what its
+framework returns. Triage looks the order up and hands off; billing refunds. DESK_BUG=1 plants a bug: triage
+gets the refund tool and refunds itself before it hands off (billing then only confirms). The model is the local double at DESK_MODEL_URL, answering from
+`script` (which reads the tools each agent offers and what the conversation holds).
+
+Entry points for `kit run --agent _multiagent_desk:<name>`: agents_desk, langgraph_desk.
+"""
+
+import asyncio
+import json
+import os
+import warnings
+from typing import Any  # no `from __future__ import annotations`: LangChain reads the transfer tool's hints
+
+MODEL = "desk-model"
+ORDERS = {"ORD-7": {"order_id": "ORD-7", "status": "delivered", "total": 42.0}}
+TRIAGE = "You are the triage desk. Look the order up, then hand billing questions to billing."
+BILLING = "You are the billing desk. Refund what triage passed you."
+
+
+def lookup_order(order_id: str) -> dict[str, Any]:
+    """Look up an order by its id: its status and total."""
+    return dict(ORDERS.get(order_id) or {"error": f"no order {order_id}"})
+
+
+def issue_refund(order_id: str, amount: float) -> dict[str, Any]:
+    """Refund an amount on an order."""
+    return {"refund_id": f"R-{order_id}", "order_id": order_id, "amount": amount}
+
+
+def _bug() -> bool:
+    return os.environ.get("DESK_BUG") == "1"
+
+
+def _url() -> str:
+    return os.environ["DESK_MODEL_URL"]
+
+
+# --- the model double's script --------------------------------------------------------------------------
+
+
+def _call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": args}]}
+
+
+def script(body: dict[str, Any]) -> dict[str, Any] | str:
+    """The model's answer to one request, from the tools it offers and the tool calls made so far (the same
+    for both frameworks: each sends the conversation so far and the current agent's tools)."""
+    tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    called = [
+        c.get("function", {}).get("name")
+        for m in body.get("messages", [])
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+    ]
+    transfer = next((t for t in tools if t and t.startswith("transfer_to_")), None)
+    if "lookup_order" not in called:
+        return _call("lookup_order", {"order_id": "ORD-7"})
+    refund = _call("issue_refund", {"order_id": "ORD-7", "amount": 42.0})
+    if transfer and "issue_refund" in tools and "issue_refund" not in called:
+        return refund  # the planted bug: triage has the refund tool and uses it
+    if transfer and transfer not in called:
+        return _call(transfer, {})
+    if "issue_refund" in called:
+        return "Refund of 42.0 issued for ORD-7."
+    if "issue_refund" in tools:
+        return refund
+    return "I could not help."
+
+
+# --- OpenAI Agents SDK ------------------------------------------------------------------------------------
+
+
+def agents_desk(text: str) -> Any:
+    """The Agents SDK's RunResult of triage (handing off to billing)."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(
+        os.environ.get("DESK_TRACING") != "1"
+    )  # traces go to OpenAI's servers unless a test sets a processor
+    model = OpenAIChatCompletionsModel(model=MODEL, openai_client=AsyncOpenAI(base_url=_url(), api_key="offline"))
+    billing = Agent(name="billing", instructions=BILLING, model=model, tools=[function_tool(issue_refund)])
+    triage_tools = [function_tool(lookup_order)] + ([function_tool(issue_refund)] if _bug() else [])
+    triage = Agent(name="triage", instructions=TRIAGE, model=model, tools=triage_tools, handoffs=[billing])
+    return asyncio.run(Runner.run(triage, text))
+
+
+# --- LangGraph ----------------------------------------------------------------------------------------------
+
+
+def _langgraph() -> Any:
+    from typing import Annotated
+
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import InjectedToolCallId, tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import InjectedState
+    from langgraph.types import Command
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent's move to langchain.agents
+        from langgraph.prebuilt import create_react_agent
+
+    @tool("transfer_to_billing")
+    def transfer_to_billing(
+        state: Annotated[dict, InjectedState], tool_call_id: Annotated[str, InjectedToolCallId]
+    ) -> Command:
+        """Hand the conversation to the billing desk."""
+        done = ToolMessage(json.dumps({"assistant": "billing"}), tool_call_id=tool_call_id)
+        # The parent graph gets triage's messages too (the call included), as langgraph-supervisor's do.
+        return Command(goto="billing", graph=Command.PARENT, update={"messages": [*state["messages"], done]})
+
+    model = ChatOpenAI(model=MODEL, base_url=_url(), api_key="offline", max_retries=0)
+    triage_tools: list[Any] = [lookup_order, transfer_to_billing] + ([issue_refund] if _bug() else [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        triage = create_react_agent(model, triage_tools, prompt=TRIAGE, name="triage")
+        billing = create_react_agent(model, [issue_refund], prompt=BILLING, name="billing")
+    graph = StateGraph(MessagesState)
+    graph.add_node("triage", triage, destinations=("billing",))
+    graph.add_node("billing", billing)
+    graph.add_edge(START, "triage")
+    graph.add_edge("billing", END)
+    return graph.compile()
+
+
+def langgraph_desk(text: str) -> Any:
+    """What `graph.invoke()` returns: the state dict {"messages": [...]}, each AI message named by its agent."""
+    return _langgraph().invoke({"messages": [("user", text)]})
