@@ -35,6 +35,7 @@ from kit.errors import KitInputError
 from kit.frozen import thaw
 from kit.names import file_in
 from kit.offline import agent_environment
+from kit.pricing import priced
 from kit.runner.conversation import AgentConversation
 from kit.runner.frameworks import with_end_state_read
 from kit.settings import Settings, project_root
@@ -59,17 +60,6 @@ class Agent:
     converse: ConverseFn | None = None
     is_async: bool = False  # an `async def` callable: `call` returns a coroutine (run on an event loop)
     variant: str | None = None  # the reference agent's fault variant, if any
-    options: tuple[tuple[str, Any], ...] = ()  # the reference agent's: what `reference_agent` was given
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled by name: another process (a spawned host) imports the agent anew, never its code."""
-        if self.uses_kit_agent:
-            return (_reference_again, (self.options,))
-        return (load_agent, (self.name,))
-
-
-def _reference_again(options: tuple[tuple[str, Any], ...]) -> Agent:
-    return reference_agent(**dict(options))
 
 
 class _CallableConversation:
@@ -142,8 +132,7 @@ def reference_agent(
 
     mode = "+replay" if replay else ("+record" if record else "")
     label = f"reference:{policy}{mode}" + (f"+{variant}" if variant else "")
-    given = (("variant", variant), ("policy", policy), ("replay", replay), ("record", record))
-    return Agent(label, call, uses_kit_agent=True, converse=converse, variant=variant, options=given)
+    return Agent(label, call, uses_kit_agent=True, converse=converse, variant=variant)
 
 
 def configured_agent(
@@ -355,6 +344,7 @@ def to_trace(result: Any, case: Case, attempt: int, run_id: str | None) -> tuple
             raise MalformedTrace(str(e)) from None
     # The runner knows which case and attempt this was; an agent's own ids cannot misfile the run.
     data["case_id"], data["attempt"] = case.id, attempt
+    priced(data)  # model calls with tokens and no cost of their own: their model's price, where known
     if run_id is not None:
         data["run_id"] = run_id
     try:

@@ -52,7 +52,17 @@ def metrics(case_run: CaseRun, trace: Any) -> dict[str, Any]:
         for k in METRICS:
             if totals and k not in found:
                 found[k] = totals.get(k)
+    if trace is not None and found.get("cost_usd") == 0 and not _cost_given(trace):
+        found["cost_usd"] = None  # no span gives a cost: not recorded, never a 0 nobody measured
     return {k: found.get(k) for k in METRICS}
+
+
+def _cost_given(trace: Any) -> bool:
+    spans = trace.get("spans") if isinstance(trace, Mapping) else [vars(s) for s in getattr(trace, "spans", [])]
+    return any(
+        isinstance(s, Mapping) and s.get("cost_usd") is not None and (s.get("cost_usd") != 0 or s.get("kind") == "llm")
+        for s in spans or []
+    )
 
 
 def shaped(table: str, values: Mapping[str, Any]) -> dict[str, Any]:
