@@ -37,7 +37,9 @@ lint: $(STAMP)
 # JUnit XML and the gate's verdict. VARIANT=<fault> runs a fault variant of the reference agent (it must fail).
 # AGENT=module:callable puts your own agent in every stage; CASES=path another case file or folder; unset,
 # they come from [tool.kit] in pyproject.toml or the KIT_* variables (kit/settings.py).
-# EVALS_OUT=dir: where the summary, reports and logs go (default .kit).
+# EVALS_OUT=dir: where the summary, reports and logs go (default .kit). SHARDS=dir: a folder of CI shards to
+# merge instead of running the kit's runner; BASELINE_STORE=file: the base branch's store to compare with.
+# Each is checked before anything runs (exit 2 naming it); a lint problem in the cases stops the build too.
 VARIANT ?=
 AGENT ?=
 CASES ?=
