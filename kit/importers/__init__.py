@@ -152,7 +152,7 @@ def _from_otel(
     convention = {"genai": GENAI, "openinference": OPENINFERENCE}.get(fmt)
     traces: list[dict[str, Any]] = []
     attempts: dict[str, int] = {}
-    for spans in by_session(grouped).values():
+    for spans in by_session(grouped, case_attr=case_attr, notes=notes).values():
         if protocol_only(spans):  # an MCP session's handshake: no run of an agent
             continue
         try:
@@ -169,16 +169,61 @@ def _from_otel(
     return traces
 
 
-def by_session(grouped: dict[str, list[Any]]) -> dict[str, list[Any]]:
+# Two traces of one conversation further apart than this are two runs: an id reused days later (a client
+# that keeps its conversation id, a replayed recording) is not the same conversation.
+SESSION_GAP_NS = 24 * 3600 * 10**9
+
+
+def by_session(
+    grouped: dict[str, list[Any]], *, case_attr: str | None = None, notes: list[str] | None = None
+) -> dict[str, list[Any]]:
     """Traces of one conversation joined into one run: an app that traces each request, not each session,
     writes a trace per turn (or per model call), and tags them with `gen_ai.conversation.id` or OpenInference's
-    `session.id`. Traces without one stay as they are."""
-    from kit.importers.semconv import session_of
+    `session.id`. Traces without one stay as they are. A conversation id is the run's only with its case
+    (`case_attr`, `kit.case_id` by default) and its time: traces of one id naming other cases, or more than a
+    day apart, are kept apart, each a run of its own, with a note."""
+    from kit.importers.semconv import CASE_ID_ATTR, case_of, session_of
 
+    sessions: dict[tuple[str, str | None], list[list[Any]]] = {}
     out: dict[str, list[Any]] = {}
     for trace_id, spans in grouped.items():
         session = session_of(spans)
-        out.setdefault(f"session:{session}" if session is not None else trace_id, []).extend(spans)
+        if session is None:
+            out[trace_id] = spans
+            continue
+        key = (session, case_of(spans, case_attr or CASE_ID_ATTR))
+        if key not in sessions:
+            sessions[key] = []
+            out[f"session:{len(sessions) - 1}"] = []  # its place among the runs, filled below
+        sessions[key].append(spans)
+    cases: dict[str, list[str | None]] = {}
+    for n, ((session, case), traces) in enumerate(sessions.items()):
+        cases.setdefault(session, []).append(case)
+        traces.sort(key=lambda spans: min((x.start_ns for x in spans), default=0))
+        runs: list[list[Any]] = [[]]
+        last_end: int | None = None
+        for spans in traces:
+            start = min((x.start_ns for x in spans), default=0)
+            if last_end is not None and start - last_end > SESSION_GAP_NS:
+                if notes is not None:
+                    days = (start - last_end) / (86400 * 10**9)
+                    notes.append(
+                        f"conversation {session!r}: trace {spans[0].trace_id} starts {days:.1f} days after the one "
+                        "before it: imported as a run of its own, not a turn of the same conversation"
+                    )
+                runs.append([])
+            runs[-1].extend(spans)
+            last_end = max([last_end or 0, *(x.end_ns for x in spans)])
+        out[f"session:{n}"] = runs[0]
+        for k, extra in enumerate(runs[1:], 1):
+            out[f"session:{n}:{k}"] = extra
+    for session, named in cases.items():
+        if len(named) > 1 and notes is not None:
+            shown = ", ".join(repr(c) if c is not None else "(none)" for c in named)
+            notes.append(
+                f"conversation {session!r} is reused by the runs of several cases ({shown}): each case's "
+                "traces imported as a run of its own"
+            )
     for key, spans in out.items():
         if key.startswith("session:"):
             spans.sort(key=lambda x: (x.start_ns, -x.end_ns))  # a parent before its first child
@@ -284,15 +329,15 @@ def read_json(path: str | Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        objects = _one_after_another(text)
+        objects = _one_after_another(text, str(p))
         if objects is not None:
             return objects
         # Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and others, which JSON
-        # strings may hold unescaped.
-        lines = [ln for ln in text.split("\n") if ln.strip()]
-        if len(lines) > 1 and lines[0].lstrip().startswith(("{", "[")):
+        # strings may hold unescaped. Blank lines are skipped but counted: an error names the file's line.
+        lines = [(n, ln) for n, ln in enumerate(text.split("\n"), 1) if ln.strip()]
+        if len(lines) > 1 and lines[0][1].lstrip().startswith(("{", "[")):
             out = []
-            for n, line in enumerate(lines, 1):
+            for n, line in lines:
                 try:
                     out.append(json.loads(line))
                 except json.JSONDecodeError as e2:
@@ -301,22 +346,34 @@ def read_json(path: str | Path) -> Any:
         raise KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(p)) from None
 
 
-def _one_after_another(text: str) -> list[Any] | None:
+def _one_after_another(text: str, file: str) -> list[Any] | None:
     """JSON objects printed one after another, each over many lines (what the OpenTelemetry SDK's
-    ConsoleSpanExporter writes), as a list; None when the text is not that."""
+    ConsoleSpanExporter writes), as a list; None when the text is not that. Text after a first object spread
+    over several lines (a log line printed amid the spans) is an error naming its own line."""
     decoder = json.JSONDecoder()
     out: list[Any] = []
     pos, end = 0, len(text)
+    first_spread = False
     while True:
         while pos < end and text[pos].isspace():
             pos += 1
         if pos == end:
             return out if len(out) > 1 else None
+        spread = bool(out) and first_spread  # objects over several lines: not JSON Lines
         if text[pos] != "{":
+            if spread:
+                line = text.count("\n", 0, pos) + 1
+                shown = text[pos : text.find("\n", pos) if "\n" in text[pos:] else end][:60]
+                raise KitInputError(f"malformed JSON on line {line}: not a JSON object: {shown!r}", file=file)
             return None
         try:
+            start = pos
             value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+            if not out:
+                first_spread = "\n" in text[start:pos]
+        except json.JSONDecodeError as e:
+            if spread:
+                raise KitInputError(f"malformed JSON on line {e.lineno}: {e.msg}", file=file) from None
             return None
         out.append(value)
 

@@ -645,7 +645,7 @@ def build_trace(
     final = agent_output if agent_output is not None else final_from_llm
     starts = [s.start_ns for s in spans if s.start_ns]
     ends = [s.end_ns for s in spans if s.end_ns]
-    cid = _case_of(spans, case_attr or CASE_ID_ATTR)
+    cid = case_of(spans, case_attr or CASE_ID_ATTR)
     if cid is None and case_attr:
         notes.append(
             f"trace {spans[0].trace_id if spans else '(no id)'}: no span or resource has attribute {case_attr}: "
@@ -687,7 +687,7 @@ def _session(spans: list[OtelSpan]) -> dict[str, Any]:
     return {"otel_session_id": found, **({"otel_trace_ids": traces} if len(traces) > 1 else {})}
 
 
-def _case_of(spans: list[OtelSpan], attr: str) -> str | None:
+def case_of(spans: list[OtelSpan], attr: str) -> str | None:
     """The case a run names in `attr`: on any of its spans (the first that has it), else on its resource."""
     for s in spans:
         if s.attrs.get(attr) not in (None, ""):
