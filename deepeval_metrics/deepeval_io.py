@@ -17,8 +17,9 @@ KIT_DEEPEVAL_CACHE=1 leaves DeepEval's stock behaviour alone (the bench measures
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from kit.offline import deepeval_stock_io
 
 
 def _pinned(value: bool) -> property:
@@ -26,7 +27,7 @@ def _pinned(value: bool) -> property:
 
 
 def stock_io_requested() -> bool:
-    return (os.environ.get("KIT_DEEPEVAL_CACHE") or "").strip() == "1"
+    return deepeval_stock_io()
 
 
 def pin_deepeval_io(*, distributed: bool) -> list[str]:

@@ -13,17 +13,15 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 
-from kit.offline import DEAD_PROXY_URL, DEEPEVAL, PROXY_VARS
+from kit.offline import DEAD_PROXY_URL, DEEPEVAL, PROXY_VARS, deepeval_upload_requested
 
-UPLOAD_FLAG = "KIT_DEEPEVAL_UPLOAD"
 # The project's .env sends Promptfoo's non-local requests to a closed port (its telemetry beacon has no
 # off switch). DeepEval reads the same .env; its own traffic is off by its flags, and a remote judge
 # must reach its host, so that sentinel proxy is dropped here. A real proxy the user set is kept.
 
 
 def upload_requested(env: MutableMapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return (env.get(UPLOAD_FLAG) or "").strip().lower() in ("1", "true", "yes")
+    return deepeval_upload_requested(env)
 
 
 def quiet_offline(env: MutableMapping[str, str] | None = None) -> None:

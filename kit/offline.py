@@ -54,6 +54,20 @@ USER_ENV = "KIT_USER_ENV"
 STATE = ".promptfoo"  # Promptfoo's state folder, under the project root
 
 
+def _switch(name: str, env: Mapping[str, str] | None) -> bool:
+    return ((os.environ if env is None else env).get(name) or "").strip().lower() in ("1", "true", "yes")
+
+
+def deepeval_upload_requested(env: Mapping[str, str] | None = None) -> bool:
+    """KIT_DEEPEVAL_UPLOAD=1: DeepEval may upload to Confident AI (off by default: nothing leaves the machine)."""
+    return _switch("KIT_DEEPEVAL_UPLOAD", env)
+
+
+def deepeval_stock_io(env: Mapping[str, str] | None = None) -> bool:
+    """KIT_DEEPEVAL_CACHE=1: DeepEval's own per-test cache writes are left alone (the bench measures both)."""
+    return _switch("KIT_DEEPEVAL_CACHE", env)
+
+
 def promptfoo_env(root: Path, python: str, base: Mapping[str, str]) -> dict[str, str]:
     """The environment a Promptfoo process runs in: `base` with the offline flags, its state under the
     project, the project's Python for its Python providers, and the dead proxy unless lifted."""

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
 from kit.errors import KitInputError, first_error
 
@@ -65,7 +65,38 @@ def _run_id_value(v: Any) -> Any:
     return v
 
 
+def _folder_value(v: Any) -> Any:
+    # A folder the kit writes into (slot files): a file there fails every call, so it is refused by name.
+    v = _path_value(v)
+    if isinstance(v, str | Path) and Path(v).exists() and not Path(v).is_dir():
+        raise ValueError(f"{v} is not a folder")
+    return v
+
+
+def _file_value(v: Any) -> Any:
+    v = _path_value(v)
+    if isinstance(v, str | Path) and not Path(v).is_file():
+        raise ValueError(f"{v} is not a file")
+    return v
+
+
+def _price_value(v: Any) -> Any:
+    # USD per million tokens, "input,output": what a model's runs cost when its id has no known price.
+    if isinstance(v, str):
+        parts = [p.strip() for p in v.split(",")]
+        if len(parts) != 2:
+            raise ValueError(f"a price is two numbers, input and output USD per million tokens, got {v!r}")
+        return parts
+    return v
+
+
 SettingPath = Annotated[Path, BeforeValidator(_path_value)]
+SettingFolder = Annotated[Path, BeforeValidator(_folder_value)]
+SettingFile = Annotated[Path, BeforeValidator(_file_value)]
+Price = Annotated[
+    tuple[Annotated[float, Field(ge=0, allow_inf_nan=False)], Annotated[float, Field(ge=0, allow_inf_nan=False)]],
+    BeforeValidator(_price_value),
+]
 # A time limit in seconds: finite, at most a day (its lower bound is checked where it is used).
 Seconds = Annotated[float, Field(le=MAX_AGENT_TIMEOUT, allow_inf_nan=False)]
 
@@ -103,6 +134,11 @@ class RedteamSettings(_Frozen):
     purpose: str | None = None
     corpus: SettingPath = Path("redteam/attacks.yaml")
     invariants: SettingPath | None = None
+    # An attacker model (a Promptfoo provider id, `openai:chat:<model>`): the red team also runs Promptfoo's
+    # adaptive strategies, aimed at the suite's invariants (kit_promptfoo.redteam.goals). Unset: static only.
+    attacker: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
+    attacker_base_url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$")] | None = None
+    max_turns: int = Field(default=4, ge=1, le=10)  # Promptfoo caps a conversation at 10 turns offline
 
 
 class Settings(_Frozen):
@@ -120,7 +156,26 @@ class Settings(_Frozen):
     # The longest one stage of `make evals` may take, in seconds: a tool that hangs (or a child of the agent
     # that holds its output open) fails that stage by name instead of holding the build forever.
     stage_timeout: float = Field(default=3600.0, gt=0, le=7 * 24 * 3600, allow_inf_nan=False)
+    # The model the agent runs on: the id every run records, and the reference agent's model policy's model.
     agent_model: str | None = None
+    # The model policy's endpoint (an OpenAI-compatible base URL), key, and time limit per model call.
+    agent_base_url: str | None = None
+    agent_api_key: str | None = Field(default=None, repr=False)
+    agent_model_timeout: Seconds = Field(default=60.0, gt=0)
+    # A model id without a date or version may change under the suite: refused unless allowed.
+    allow_floating_model: bool = False
+    agent_model_price: Price | None = None
+    # USD per million tokens (input, output) by model id ([tool.kit.prices]): over genai-prices' (kit.pricing).
+    prices: dict[str, Price] = Field(default_factory=dict)
+    # The reference agent's shop data (a JSON file), else the kit's own.
+    agent_fixtures: SettingFile | None = None
+    # A user's regex runs under this limit (seconds); every check and end_state query under check_timeout.
+    regex_timeout: float = Field(default=0.25, gt=0, le=60, allow_inf_nan=False)
+    check_timeout: float = Field(default=10.0, gt=0, le=MAX_AGENT_TIMEOUT, allow_inf_nan=False)
+    # How long a store writer waits for the store's lock.
+    store_lock_timeout: float = Field(default=300.0, gt=0, le=MAX_AGENT_TIMEOUT, allow_inf_nan=False)
+    # The slot files every process of one `make evals` shares to keep agent calls under `concurrency`.
+    slots_dir: SettingFolder | None = None
     run_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
     # The `make evals` invocation a run belongs to (the pipeline sets it for every stage's plan).
     evals_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
@@ -141,9 +196,13 @@ class Settings(_Frozen):
             value: Any = self
             for part in path:
                 value = getattr(value, part)
-            if value is not None:
+            if isinstance(value, tuple):
+                out[var] = ",".join(str(v) for v in value)
+            elif isinstance(value, bool):
+                out[var] = "1" if value else ""
+            elif value is not None:
                 out[var] = str(value)
-        return out
+        return {k: v for k, v in out.items() if v}
 
 
 # Environment variable -> settings key (a path into the nested object).
@@ -160,6 +219,16 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_CONCURRENCY": ("concurrency",),
     "KIT_STAGE_TIMEOUT": ("stage_timeout",),
     "KIT_AGENT_MODEL": ("agent_model",),
+    "KIT_AGENT_BASE_URL": ("agent_base_url",),
+    "KIT_AGENT_API_KEY": ("agent_api_key",),
+    "KIT_AGENT_MODEL_TIMEOUT": ("agent_model_timeout",),
+    "KIT_ALLOW_FLOATING_MODEL": ("allow_floating_model",),
+    "KIT_AGENT_MODEL_PRICE": ("agent_model_price",),
+    "KIT_AGENT_FIXTURES": ("agent_fixtures",),
+    "KIT_REGEX_TIMEOUT": ("regex_timeout",),
+    "KIT_CHECK_TIMEOUT": ("check_timeout",),
+    "KIT_STORE_LOCK_TIMEOUT": ("store_lock_timeout",),
+    "KIT_SLOTS_DIR": ("slots_dir",),
     "KIT_RUN_ID": ("run_id",),
     "KIT_EVALS_ID": ("evals_id",),
     "KIT_REPLAY_RUNS": ("replay_runs",),
@@ -177,9 +246,12 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_REDTEAM_PURPOSE": ("redteam", "purpose"),
     "KIT_REDTEAM_CORPUS": ("redteam", "corpus"),
     "KIT_REDTEAM_INVARIANTS": ("redteam", "invariants"),
+    "KIT_REDTEAM_ATTACKER": ("redteam", "attacker"),
+    "KIT_REDTEAM_ATTACKER_BASE_URL": ("redteam", "attacker_base_url"),
+    "KIT_REDTEAM_MAX_TURNS": ("redteam", "max_turns"),
 }
 # The settings that are secrets: never written to a file (a plan document names their variables instead).
-SECRETS: dict[tuple[str, ...], str] = {path: var for var, path in ENV.items() if path[-1] == "api_key"}
+SECRETS: dict[tuple[str, ...], str] = {path: var for var, path in ENV.items() if path[-1].endswith("api_key")}
 _PATH_KEYS = {
     ("cases",),
     ("invariants",),
@@ -187,6 +259,8 @@ _PATH_KEYS = {
     ("gates",),
     ("store",),
     ("replay_runs",),
+    ("agent_fixtures",),
+    ("slots_dir",),
     ("redteam", "corpus"),
     ("redteam", "invariants"),
 }
@@ -216,9 +290,12 @@ def load_settings(
     root: Path | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Settings:
     """Defaults < [tool.kit] < KIT_* variables < `overrides`. `root`: where the search for pyproject.toml
-    starts (default: the cwd). `env`: the environment (default: os.environ)."""
+    starts (default: the cwd). `env`: the environment (default: os.environ). `flags`: the name each
+    override has where the user typed it (`{"concurrency": "--concurrency"}`), for an error to say. Every
+    source is validated by the one model, so a value is refused alike from a flag, a variable or the file."""
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
     project = find_project_file(root)
@@ -237,10 +314,18 @@ def load_settings(
     _merge(merged, from_env)
     if overrides:
         cli = _drop_none(dict(overrides))
-        _check(cli, file="command line")
+        _check(cli, file="command line", names={(key,): name for key, name in (flags or {}).items()})
         _merge(merged, cli)
     merged["project_file"] = project
     return Settings.model_validate(merged)
+
+
+@functools.cache
+def process_settings() -> Settings:
+    """The settings as this process first loaded them, for the limits read deep inside, per check or per
+    write (a regex's time limit, the store lock's wait), where loading them per call would cost more than
+    the call. Everything else loads its settings when it starts (load_settings)."""
+    return load_settings()
 
 
 def secrets_from_env(env: Mapping[str, str] | None = None) -> dict[tuple[str, ...], str]:
@@ -298,7 +383,8 @@ def _check(values: dict[str, Any], *, file: str, names: Mapping[tuple[str, ...],
     except ValidationError as exc:
         field, msg, kind = first_error(exc)
         path = tuple(field.split(".")) if field else ()
-        key = (names or {}).get(path)
+        # The source's name for the setting, also for an error inside it (a price's second number).
+        key = next((names[path[:n]] for n in range(len(path), 0, -1) if path[:n] in (names or {})), None)
         key = f"{key} ({field})" if key else f"[tool.kit] {field}" if file.endswith(PROJECT_FILE) else field
         if kind == "extra_forbidden":
             raise KitInputError(f"unknown setting {key}", file=file) from None

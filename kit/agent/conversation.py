@@ -51,7 +51,7 @@ class Conversation:
         if policy == "model":
             from kit.agent.model_policy import ModelConfig
 
-            self.config = ModelConfig.from_env()  # refuses a floating alias before anything runs
+            self.config = ModelConfig.from_settings()  # refuses a floating alias before anything runs
         self.model_name = self.config.model if self.config is not None else "deterministic-policy-v1"
         self.replay = cassette is not None and not record
         self.record = record

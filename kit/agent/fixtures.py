@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,10 @@ DEFAULT_PATH = Path(__file__).resolve().parent / "shop.json"
 
 
 def fixtures_path() -> Path:
-    return Path(os.environ.get("KIT_AGENT_FIXTURES", DEFAULT_PATH))
+    """The shop data the reference agent's sandbox starts from: the settings' `agent_fixtures`, else the kit's."""
+    from kit.settings import process_settings
+
+    return process_settings().agent_fixtures or DEFAULT_PATH
 
 
 @lru_cache(maxsize=4)

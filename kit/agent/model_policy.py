@@ -1,23 +1,27 @@
 """The model policy: an OpenAI-compatible chat-completions model decides, with tool calling.
 
-Configured from the environment: KIT_MODEL_BASE_URL (e.g. http://127.0.0.1:8000/v1), KIT_MODEL (a pinned
-id: floating aliases are refused unless KIT_ALLOW_FLOATING_MODEL=1), KIT_MODEL_API_KEY. Temperature 0.
+Configured by the settings (kit.settings; each also a KIT_* variable): `agent_base_url` (KIT_AGENT_BASE_URL,
+e.g. http://127.0.0.1:8000/v1), `agent_model` (KIT_AGENT_MODEL: a pinned id, also the model id every run
+records; floating aliases are refused unless `allow_floating_model`, KIT_ALLOW_FLOATING_MODEL=1),
+`agent_api_key` (KIT_AGENT_API_KEY), `agent_model_timeout` (per model call). Temperature 0.
 Plain urllib, so the agent needs no SDK; every tool call still goes through the guard.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.agent.cassette import Cassette
 from kit.agent.session import Session
 from kit.agent.tools import openai_tools
 from kit.chat_http import ChatEndpointError, post_chat_completion
+
+if TYPE_CHECKING:
+    from kit.settings import Settings
 
 # A model id is pinned when it carries a date (2024-08-06, 20241022, or a -YYMM suffix such as -2407) or
 # an explicit version tag (-001, -v2, :1.0, @3). Anything else, or `latest`, may change under the suite.
@@ -26,8 +30,9 @@ _PINNED = re.compile(
     r"|-\d{4}$|-\d{3}$|[-_]v\d+(\.\d+)*([:-]\d+)?$|[:@]v?\d+(\.\d+)*$"
 )
 
-# USD per million tokens (input, output) for ids that start with these prefixes; KIT_MODEL_PRICE="in,out"
-# overrides. An unknown model costs 0 with `cost_known: false` on its spans rather than a made-up figure.
+# USD per million tokens (input, output) for ids that start with these prefixes; the setting
+# `agent_model_price` (KIT_AGENT_MODEL_PRICE="in,out") overrides. An unknown model costs 0 with
+# `cost_known: false` on its spans rather than a made-up figure.
 PRICES = {
     "gpt-4o-mini": (0.15, 0.60),
     "gpt-4o": (2.50, 10.00),
@@ -69,27 +74,31 @@ class ModelConfig:
     model: str
     api_key: str
     timeout_s: float = 60.0
+    price: tuple[float, float] | None = None  # USD per million tokens (input, output), else by the model id
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> ModelConfig:
-        env = dict(os.environ) if env is None else env
-        base_url = env.get("KIT_MODEL_BASE_URL", "").rstrip("/")
-        model = env.get("KIT_MODEL", "")
+    def from_settings(cls, settings: Settings | None = None) -> ModelConfig:
+        """The model policy's model from the settings (default: load_settings())."""
+        from kit.settings import load_settings
+
+        s = settings if settings is not None else load_settings()
+        base_url = (s.agent_base_url or "").rstrip("/")
+        model = s.agent_model or ""
         if not base_url or not model:
-            raise ModelConfigError("the model policy needs KIT_MODEL_BASE_URL and KIT_MODEL")
-        if is_floating(model) and env.get("KIT_ALLOW_FLOATING_MODEL") != "1":
+            raise ModelConfigError("the model policy needs KIT_AGENT_BASE_URL and KIT_AGENT_MODEL")
+        if is_floating(model) and not s.allow_floating_model:
             raise ModelConfigError(
                 f"model {model!r} is a floating alias (no date or version): pin a dated id such as "
                 "gpt-4o-2024-08-06, or set KIT_ALLOW_FLOATING_MODEL=1"
             )
-        return cls(base_url, model, env.get("KIT_MODEL_API_KEY", ""), float(env.get("KIT_MODEL_TIMEOUT", "60")))
+        return cls(base_url, model, s.agent_api_key or "", s.agent_model_timeout, s.agent_model_price)
 
 
-def price(model: str, env: dict[str, str] | None = None) -> tuple[float, float] | None:
-    env = dict(os.environ) if env is None else env
-    if env.get("KIT_MODEL_PRICE"):
-        a, b = env["KIT_MODEL_PRICE"].split(",")
-        return float(a), float(b)
+def price(model: str, override: tuple[float, float] | None = None) -> tuple[float, float] | None:
+    """USD per million tokens (input, output): the override (the settings' `agent_model_price`), else the
+    price of the longest known prefix of the model id, else None (unknown: never a made-up figure)."""
+    if override is not None:
+        return override
     for prefix in sorted(PRICES, key=len, reverse=True):
         if model.startswith(prefix):
             return PRICES[prefix]
@@ -125,7 +134,7 @@ class ModelPolicy:
             if context.get("email"):
                 system += f" Their email is {context['email']}."
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}, *messages]
-        self.price = price(config.model)
+        self.price = price(config.model, config.price)
         self.ended_by = "finish"
 
     def _complete(self) -> dict[str, Any]:

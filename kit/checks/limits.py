@@ -17,7 +17,6 @@ pool's job timeout, which abandons the job. The handler is installed only where 
 from __future__ import annotations
 
 import atexit
-import math
 import os
 import signal
 import threading
@@ -25,24 +24,31 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-
-def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        return default
-    return value if math.isfinite(value) and value > 0 else default
+_LIMIT: float | None = None  # None until the first check: the settings' check_timeout (KIT_CHECK_TIMEOUT)
 
 
-CHECK_TIMEOUT = _seconds("KIT_CHECK_TIMEOUT", 10.0)
+def check_timeout() -> float:
+    """The time limit of one check, in seconds: the settings' `check_timeout`, read at the first check
+    (never at import), or what set_check_timeout set."""
+    global _LIMIT
+    if _LIMIT is None:
+        from kit.settings import process_settings
+
+        _LIMIT = process_settings().check_timeout
+    return _LIMIT
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CHECK_TIMEOUT":  # the limit as a value, read when asked for
+        return check_timeout()
+    raise AttributeError(name)
 
 
 def set_check_timeout(seconds: float) -> float:
-    """Change the limit (as KIT_CHECK_TIMEOUT does at start-up); returns the previous one. A timer armed
-    under the old limit is stopped, so the new one holds from the next check."""
-    global CHECK_TIMEOUT
-    previous, CHECK_TIMEOUT = CHECK_TIMEOUT, seconds
+    """Change the limit; returns the previous one. A timer armed under the old limit is stopped, so the new
+    one holds from the next check."""
+    global _LIMIT
+    previous, _LIMIT = check_timeout(), seconds
     _disarm()
     return previous
 
@@ -80,9 +86,9 @@ class _Watch:
 
     def _loop(self) -> None:
         while True:
-            time.sleep(max(CHECK_TIMEOUT / 4, 0.01))
+            time.sleep(max(check_timeout() / 4, 0.01))
             with self.sql_lock:
-                if self.sql is not None and time.monotonic() - self.sql[1] >= CHECK_TIMEOUT:
+                if self.sql is not None and time.monotonic() - self.sql[1] >= check_timeout():
                     self.sql_interrupted = True
                     self.sql[0].interrupt()
 
@@ -98,14 +104,14 @@ def _on_tick(signum: int, frame: Any) -> None:
         return  # between checks: the timer stays off until the next check
     elapsed = time.monotonic() - since
     # A running query is the watchdog's to stop, with an error that names it; the signal is the fallback.
-    limit = CHECK_TIMEOUT * (2 if watch.sql is not None else 1)
+    limit = check_timeout() * (2 if watch.sql is not None else 1)
     if elapsed >= limit:
         if watch.sql is not None:
             # DuckDB runs this handler inside its own signal polling and turns what it raises into
             # "Query interrupted": the flag lets the query's caller say what stopped it all the same.
             watch.sql_interrupted = True
-        raise CheckTimeout(f"the check ran longer than {CHECK_TIMEOUT:g} s and was stopped")
-    watch.arm(min(limit - elapsed, CHECK_TIMEOUT / 4) if watch.sql is not None else limit - elapsed)
+        raise CheckTimeout(f"the check ran longer than {check_timeout():g} s and was stopped")
+    watch.arm(min(limit - elapsed, check_timeout() / 4) if watch.sql is not None else limit - elapsed)
 
 
 def _disarm() -> None:
@@ -137,7 +143,7 @@ def bounded(fn: Callable[..., Any]) -> Callable[..., Any]:
         if watch.check_since or threading.get_ident() != watch.main:
             return fn(trace, **params)
         if not watch.armed:
-            watch.arm(CHECK_TIMEOUT)
+            watch.arm(check_timeout())
         watch.check_since = time.monotonic()
         try:
             return fn(trace, **params)

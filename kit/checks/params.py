@@ -7,7 +7,6 @@ names for type checkers only, and the registry resolves their hints in `HINTS`."
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,9 +16,13 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BeforeValidator, Field, ValidationInfo
 
-# A user-written pattern runs under this timeout (seconds): catastrophic backtracking becomes an
-# `error` outcome naming the pattern, never a hung suite.
-REGEX_TIMEOUT = float(os.environ.get("KIT_REGEX_TIMEOUT", "0.25"))
+
+def regex_timeout() -> float:
+    """The time limit (seconds) a user-written pattern runs under: catastrophic backtracking becomes an
+    `error` outcome naming the pattern, never a hung suite. The settings' `regex_timeout`, read at first use."""
+    from kit.settings import process_settings
+
+    return process_settings().regex_timeout
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +38,10 @@ class SafeRegex:
 
     def _bounded(self, match: Any, text: str) -> Any:
         try:
-            return match(text, timeout=REGEX_TIMEOUT)
+            return match(text, timeout=regex_timeout())
         except TimeoutError:
             raise TimeoutError(
-                f"pattern {self.source!r} took over {REGEX_TIMEOUT:g} s (catastrophic backtracking)"
+                f"pattern {self.source!r} took over {regex_timeout():g} s (catastrophic backtracking)"
             ) from None
 
 
@@ -100,7 +103,7 @@ def bounded_pattern(source: str) -> None:
 
 
 def safe_regex(source: str) -> SafeRegex:
-    """`source` compiled by the `regex` module, matched under REGEX_TIMEOUT; ValueError when it is invalid
+    """`source` compiled by the `regex` module, matched under regex_timeout(); ValueError when it is invalid
     or too big to compile."""
     import regex  # only cases with patterns need it (it takes ~30 ms to import)
 
@@ -212,7 +215,7 @@ def compile_schema(
 
 def _bound_patterns(validate: Any, source: str) -> None:
     """Swap the `re` patterns of a compiled schema (`pattern`, `patternProperties`) for the `regex` module's,
-    matched under REGEX_TIMEOUT: `re` cannot be stopped, and a backtracking pattern held a thread-pool
+    matched under regex_timeout(): `re` cannot be stopped, and a backtracking pattern held a thread-pool
     worker (and the GIL) past every timeout. ValueError for a pattern too big to compile."""
     patterns = getattr(validate, "__globals__", {}).get("REGEX_PATTERNS")
     for key, compiled in list((patterns or {}).items()):

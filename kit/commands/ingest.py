@@ -35,9 +35,11 @@ def main(args: argparse.Namespace) -> int:
         sha = current_git_sha()
     status = 0
     rules = {"rules": _rules()} if args.tool == "promptfoo" else {}
+    # A Promptfoo eval of a `make evals` (its store hook runs this under the plan's document) belongs to it.
+    evals = {"evals_id": _evals_id()} if args.tool == "promptfoo" else {}
     for path in args.files:
         try:
-            done = ingest(store, path, git_sha=sha, force=args.force, **rules)
+            done = ingest(store, path, git_sha=sha, force=args.force, **rules, **evals)
         except KitInputError as e:
             print(f"kit ingest: {e}", file=sys.stderr)
             status = 2
@@ -47,6 +49,17 @@ def main(args: argparse.Namespace) -> int:
         if done.run_ids:
             print(f"{path}: {done.cases} cases, {done.results} check results → run {', '.join(done.run_ids)}")
     return status
+
+
+def _evals_id() -> str | None:
+    """The plan's evals id (kit.plan.current_plan: the `make evals` whose document this process runs under)."""
+    from kit.errors import KitInputError
+    from kit.plan import current_plan
+
+    try:
+        return current_plan().evals_id
+    except KitInputError:  # settings that do not load: `kit gate` names them; the results are stored all the same
+        return None
 
 
 def _rules() -> Any:

@@ -100,14 +100,17 @@ def _plan(args: argparse.Namespace) -> Any:
     from kit.plan import make_plan
     from kit.settings import load_settings
 
+    # Each flag is a setting, validated as the setting is from KIT_* or [tool.kit] (one validation each).
+    flags = {
+        "agent": "--agent",
+        "cases": "--cases",
+        "invariants": "--invariants",
+        "agent_timeout": "--timeout",
+        "run_id": "--run-id",
+        "store": "--store",
+        "concurrency": "--concurrency",
+    }
     settings = load_settings(
-        {
-            "agent": args.agent,
-            "cases": args.cases,
-            "invariants": args.invariants,
-            "agent_timeout": args.timeout,
-            "run_id": args.run_id,
-            "store": args.store,
-        }
+        {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in flags.items()}, flags=flags
     )
     return make_plan(settings, variant=args.variant, policy=args.policy, replay=args.replay, record=args.record)

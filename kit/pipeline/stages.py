@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kit.case import find_upwards
 from kit.errors import KitInputError
-from kit.offline import DEEPEVAL, STATE
+from kit.offline import DEEPEVAL, STATE, deepeval_upload_requested
 from kit.pipeline.executor import Stage, Step
 from kit.plan import Plan, generic_corpus
 from kit.settings import project_root
@@ -276,7 +276,7 @@ def stages(plan: Plan, shards: Path | None = None, out: Path = OUT, *, replay: b
     runs_file = (out / "runs.jsonl").resolve()
     tools = plan.derive(run_id=None)  # one run id for every stage would merge their runs
     judging = tools.derive(replay_runs=runs_file) if replay else tools
-    upload = bool(os.environ.get("KIT_DEEPEVAL_UPLOAD"))
+    upload = deepeval_upload_requested()
     deepeval_env = {
         # DeepEval reads .env and builds its telemetry client at import, before tests/evals loads.
         "DEEPEVAL_DISABLE_DOTENV": "1",

@@ -42,12 +42,14 @@ def prepare(n: int, parent: str | os.PathLike[str] | None = None) -> dict[str, s
 
 
 def from_env(environ: dict[str, str] | None = None) -> Slots | None:
-    """The slots named by KIT_SLOTS_DIR (N from the folder, else KIT_CONCURRENCY), or None when unset."""
-    env = os.environ if environ is None else environ
-    folder = (env.get(ENV_DIR) or "").strip()
-    if not folder:
+    """The slots the settings name (`slots_dir`, KIT_SLOTS_DIR; N from the folder, else `concurrency`), or
+    None when unset. `environ`: the environment the settings load from (default: this process's)."""
+    from kit.settings import load_settings
+
+    settings = load_settings(env=environ)
+    if settings.slots_dir is None:
         return None
-    return _shared(folder, env.get("KIT_CONCURRENCY", ""))
+    return _shared(str(settings.slots_dir), str(settings.concurrency))
 
 
 _SHARED: dict[str, Slots] = {}

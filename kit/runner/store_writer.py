@@ -42,7 +42,6 @@ class RunRequest:
     verbose: bool = False
     workers: int | None = None
     pool: str = "process"
-    concurrency: int | None = None
     merge: list[str] | None = None
     store: str | None = None  # with `merge`: the store to merge into
 
@@ -128,7 +127,7 @@ def _run(args: RunRequest, the_plan: Any) -> int:
         workers=args.workers,
         mode=args.pool,
         shard=shard,
-        concurrency=args.concurrency or the_plan.settings.concurrency,
+        concurrency=the_plan.settings.concurrency,  # the setting, validated wherever it came from
     )
     outcomes = _not_loaded(suite.errors, run_id) if not args.only else []
     for outcome in outcomes:

@@ -28,8 +28,6 @@ from kit.store.spool import SpoolWriter, process_identity, spool_dir
 from kit.store.values import normalise_event, now, timestamp
 
 DEFAULT_PATH = Path(".kit/evals.duckdb")
-# The pipeline names each `make evals` so that a report shows that run's stages and no later ones.
-EVALS_ID_ENV = "KIT_EVALS_ID"
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
@@ -148,8 +146,8 @@ class Store:
         `started_at` (ISO 8601, UTC) for results produced earlier, e.g. an ingested file's own timestamp.
         `kind`: a golden eval, a red team or a control (a deliberately vulnerable target); baselines and
         comparisons pair only runs of one kind; unset, a `control-…` model or agent is a control, anything
-        else a golden eval. `evals_id`: the `make evals` this run belongs to (default:
-        $KIT_EVALS_ID, which the pipeline sets for every stage). `rules`: what the run is held to
+        else a golden eval. `evals_id`: the `make evals` this run belongs to (each front
+        end passes its plan's, `Plan.evals_id`; None: none). `rules`: what the run is held to
         (a `kit.gate.rules.RunRules`, from `run_rules`): the gate judges it by these, not by the files as
         they are later.
         """
@@ -173,7 +171,7 @@ class Store:
                 "owner": None if detached else process_identity(),
                 "meta": meta,
                 "kind": kind or ("control" if _labelled_control(agent, model) else "golden"),
-                "evals_id": evals_id or os.environ.get(EVALS_ID_ENV) or None,
+                "evals_id": evals_id or None,
                 "rules": rules if rules is None or isinstance(rules, Mapping) else rules.to_dict(),
             }
         )

@@ -20,7 +20,16 @@ import duckdb
 from kit import duck
 from kit.errors import KitInputError
 
-DEFAULT_TIMEOUT_S = float(os.environ.get("KIT_STORE_LOCK_TIMEOUT", "300"))
+# None: the settings' store_lock_timeout (KIT_STORE_LOCK_TIMEOUT), read when a writer first waits.
+DEFAULT_TIMEOUT_S: float | None = None
+
+
+def _default_timeout() -> float:
+    if DEFAULT_TIMEOUT_S is not None:
+        return DEFAULT_TIMEOUT_S
+    from kit.settings import process_settings
+
+    return process_settings().store_lock_timeout
 
 
 class StoreBusyError(RuntimeError):
@@ -39,7 +48,7 @@ _held_guard = threading.Lock()
 
 @contextlib.contextmanager
 def exclusive(lock_path: Path, timeout_s: float | None = None) -> Iterator[None]:
-    timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    timeout_s = _default_timeout() if timeout_s is None else timeout_s
     key = (os.getpid(), str(lock_path.resolve()))
     with _held_guard:
         if key in _held:
@@ -85,7 +94,7 @@ def exclusive(lock_path: Path, timeout_s: float | None = None) -> Iterator[None]
 
 def connect(db_path: Path, timeout_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the file, waiting out a lock held by some other program."""
-    timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    timeout_s = _default_timeout() if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     delay = 0.01
     while True:

@@ -11,6 +11,7 @@ from kit.agent import run_agent
 from kit.agent.cassette import ReplayMiss
 from kit.agent.model_policy import ModelConfig, ModelConfigError, is_floating
 from kit.doubles.openai_server import ScriptedOpenAIServer
+from kit.settings import load_settings
 
 MODEL = "gpt-4o-2024-08-06"
 ALICE = {"customer_id": "C001", "email": "alice.moreau@example.com"}
@@ -24,11 +25,11 @@ def call(name: str, **arguments: object) -> dict:
 @pytest.fixture
 def model_env(monkeypatch: pytest.MonkeyPatch):
     def point_at(srv: ScriptedOpenAIServer, model: str = MODEL) -> None:
-        monkeypatch.setenv("KIT_MODEL_BASE_URL", srv.base_url)
-        monkeypatch.setenv("KIT_MODEL", model)
-        monkeypatch.setenv("KIT_MODEL_API_KEY", "test-key")
+        monkeypatch.setenv("KIT_AGENT_BASE_URL", srv.base_url)
+        monkeypatch.setenv("KIT_AGENT_MODEL", model)
+        monkeypatch.setenv("KIT_AGENT_API_KEY", "test-key")
         monkeypatch.delenv("KIT_ALLOW_FLOATING_MODEL", raising=False)
-        monkeypatch.delenv("KIT_MODEL_PRICE", raising=False)
+        monkeypatch.delenv("KIT_AGENT_MODEL_PRICE", raising=False)
 
     return point_at
 
@@ -155,10 +156,10 @@ def test_floating_alias_is_refused_unless_allowed(model_env) -> None:
         with pytest.raises(ModelConfigError, match="floating alias"):
             run_agent("hi", case_id="m7", policy="model")
         assert srv.requests == []  # refused before any request
-        env = {"KIT_MODEL_BASE_URL": srv.base_url, "KIT_MODEL": "gpt-4o", "KIT_ALLOW_FLOATING_MODEL": "1"}
-        assert ModelConfig.from_env(env).model == "gpt-4o"
-    with pytest.raises(ModelConfigError, match="KIT_MODEL_BASE_URL"):
-        ModelConfig.from_env({})
+        env = {"KIT_AGENT_BASE_URL": srv.base_url, "KIT_AGENT_MODEL": "gpt-4o", "KIT_ALLOW_FLOATING_MODEL": "1"}
+        assert ModelConfig.from_settings(load_settings(root=Path("/"), env=env)).model == "gpt-4o"
+    with pytest.raises(ModelConfigError, match="KIT_AGENT_BASE_URL"):
+        ModelConfig.from_settings(load_settings(root=Path("/"), env={}))
 
 
 def test_model_responses_record_and_replay_offline(model_env, tmp_path: Path) -> None:

@@ -127,3 +127,114 @@ def test_every_command_reports_a_bad_project_file_as_exit_2(
     err = capsys.readouterr().err
     assert f"{tmp_path / 'pyproject.toml'}: unknown setting [tool.kit] agnet" in err
     assert "Traceback" not in err
+
+
+# One validation per setting, whichever source gives it: a flag, a variable, `make`, or [tool.kit].
+@pytest.mark.parametrize("value", ["0", "-1", "5000"])
+def test_concurrency_is_refused_alike_from_flag_variable_and_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    from kit.cli import main as kit
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KIT_CONCURRENCY", raising=False)
+    assert kit(["run", "-q", "--no-store", "--concurrency", value]) == 2
+    flag = capsys.readouterr().err
+    assert "setting --concurrency (concurrency): " in flag and "Traceback" not in flag, flag
+    monkeypatch.setenv("KIT_CONCURRENCY", value)
+    assert kit(["run", "-q", "--no-store"]) == 2
+    variable = capsys.readouterr().err
+    assert "setting KIT_CONCURRENCY (concurrency): " in variable
+    monkeypatch.delenv("KIT_CONCURRENCY")
+    _project(tmp_path, f"[tool.kit]\nconcurrency = {value}\n")
+    assert kit(["run", "-q", "--no-store"]) == 2
+    project = capsys.readouterr().err
+    assert "setting [tool.kit] concurrency: " in project
+    # The same words for the same value, from every source.
+    why = {e.split("concurrency): ")[-1].split("concurrency: ")[-1] for e in (flag, variable, project)}
+    assert len(why) == 1, why
+
+
+def test_make_concurrency_is_the_same_validation(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("KIT_")}
+    for value in ("0", "5000"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "kit.pipeline", "--from-make"],
+            env={**env, "KIT_MAKE_CONCURRENCY": value},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2 and "setting concurrency: " in proc.stderr, proc.stderr
+
+
+def test_a_slots_dir_that_is_a_file_is_a_settings_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kit.cli import main as kit
+
+    a_file = tmp_path / "slots"
+    a_file.write_text("not a folder")
+    with pytest.raises(KitInputError, match=r"setting KIT_SLOTS_DIR \(slots_dir\): .* is not a folder"):
+        load_settings(root=tmp_path, env={"KIT_SLOTS_DIR": str(a_file)})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KIT_SLOTS_DIR", str(a_file))
+    code = kit(["run", "-q", "--no-store", "--agent", "kit.doubles.slow_agent:sync_agent"])
+    err = capsys.readouterr().err
+    assert code == 2 and "KIT_SLOTS_DIR" in err and "OSError" not in err and "Traceback" not in err, err
+    folder = tmp_path / "slots-ok"
+    folder.mkdir()
+    assert load_settings(root=tmp_path, env={"KIT_SLOTS_DIR": str(folder)}).slots_dir == folder
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "words"),
+    [
+        ("KIT_AGENT_FIXTURES", "/no/such/shop.json", "is not a file"),
+        ("KIT_REGEX_TIMEOUT", "0", "greater than 0"),
+        ("KIT_CHECK_TIMEOUT", "nan", "finite number"),
+        ("KIT_STORE_LOCK_TIMEOUT", "-1", "greater than 0"),
+        ("KIT_AGENT_MODEL_PRICE", "1", "two numbers"),
+        ("KIT_AGENT_MODEL_PRICE", "1,-2", "greater than or equal to 0"),
+    ],
+)
+def test_every_kit_variable_is_a_validated_setting(tmp_path: Path, var: str, value: str, words: str) -> None:
+    with pytest.raises(KitInputError, match=f"setting {var} ") as e:
+        load_settings(root=tmp_path, env={var: value})
+    assert words in str(e.value)
+
+
+def test_the_model_has_one_setting_name(tmp_path: Path) -> None:
+    from kit.settings import ENV
+
+    s = load_settings(root=tmp_path, env={"KIT_AGENT_MODEL": "m-2024-08-06", "KIT_MODEL": "other-2024-01-01"})
+    assert s.agent_model == "m-2024-08-06"
+    assert not [var for var in ENV if var.startswith("KIT_MODEL")]
+
+
+def test_no_kit_variable_is_read_outside_the_settings() -> None:
+    """KIT_* variables are read in kit.settings alone (kit.plan names the plan document's; kit.offline and
+    the DeepEval adapter's offline module the tools' own switches), when settings load, never at import."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    literal = re.compile(r"""(environ\.get|getenv|environ\[|env\.get)\(?\s*["']KIT_""")
+    constant = re.compile(r"""^(\w+)\s*(?::\s*\w+\s*)?=\s*["']KIT_""", re.M)
+    allowed = {"kit/settings.py", "kit/plan.py", "kit/offline.py", "deepeval_metrics/offline.py"}
+    found = []
+    for top in ("kit", "deepeval_metrics"):
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel in allowed:
+                continue
+            text = path.read_text(encoding="utf-8")
+            names = "|".join(constant.findall(text))
+            by_name = re.compile(rf"(environ\.get|getenv|environ\[|env\.get)\(?\s*({names})\b") if names else None
+            for n, line in enumerate(text.splitlines(), 1):
+                if literal.search(line) or (by_name is not None and by_name.search(line)):
+                    found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
