@@ -168,3 +168,16 @@ def test_a_result_file_the_store_hook_stored_is_named_as_stored_not_as_a_clash(h
     assert f"{results}: stored by Promptfoo's store hook as run promptfoo-eval-abc-2026-01-01T00:00:00" in out
     with open_store(here / "evals.duckdb").connect() as con:
         assert con.execute("SELECT evals_id FROM runs").fetchall() == [("20260101T000000-evals-def456",)]
+
+
+def test_the_report_is_a_function_whose_bad_input_is_an_error_naming_the_store(here):
+    from kit.commands.report import ReportRequest, report
+    from kit.errors import KitInputError
+
+    store = open_store(here / "evals.duckdb")
+    run_id = store.start_run("kit", git_sha=None)
+    store.finish_run(run_id)
+    done = report(ReportRequest(store=store.path, run=run_id, html=here / "r.html", text=False))
+    assert done.html == here / "r.html" and done.text is None and done.html.is_file()
+    with pytest.raises(KitInputError, match=r"evals\.duckdb: .*no-such-run"):
+        report(ReportRequest(store=store.path, run="no-such-run"))

@@ -122,3 +122,23 @@ def test_each_stage_reports_the_cpu_its_processes_used_not_the_time_they_waited(
     assert burn.cpu is not None and burn.cpu >= 0.35
     assert nap.cpu is not None and nap.cpu < 0.3 <= nap.seconds
     assert alone.cpu is not None and alone.cpu >= 0.75  # the tool's CPU and this thread's own
+
+
+def test_a_required_stage_that_fails_stops_the_build_there(tmp_path):
+    ran: list[str] = []
+
+    def step(name: str, code: int):
+        def call() -> int:
+            ran.append(name)
+            return code
+
+        return call
+
+    chosen = [
+        Stage("lint", "l", (Step("l", call=step("lint", 2)),), required=True),
+        Stage("kit", "k", (Step("k", call=step("kit", 0)),)),
+        Stage("tool", "t", (Step("t", call=step("tool", 0)),), together=True),
+    ]
+    results = run_stages(chosen, {}, tmp_path)
+    assert ran == ["lint"] and [r.stage.name for r in results] == ["lint"]
+    assert results[0].outcome == "bad input: exit 2"
