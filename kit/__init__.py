@@ -46,7 +46,12 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
+def __dir__() -> list[str]:
+    """The lazy names too, before their first use (what `dir(kit)` and completion show)."""
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = [  # the lazy names above (tests/unit/test_lazy_names.py keeps the two lists equal)
     "Case",
     "CaseRun",
     "CheckSpec",
