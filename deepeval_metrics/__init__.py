@@ -54,6 +54,7 @@ _LAZY = {
     "RubricSet": "kit.judge.rubrics",
     "load_rubrics": "kit.judge.rubrics",
     "CaseLog": "deepeval_metrics.caselog",
+    "hard": "deepeval_metrics.own_metric",
     "EvalSession": "deepeval_metrics.session",
 }
 

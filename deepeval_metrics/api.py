@@ -177,7 +177,8 @@ def assert_run(log: CaseLog, metrics: list[Any]) -> None:
     skipped run is a skipped test, never a pass.
 
     log: what run_agent or replay returned.
-    metrics: oracle_metrics(case, log) and any others (case_rubric_metrics, your own DeepEval metrics).
+    metrics: oracle_metrics(case, log) and any others (case_rubric_metrics, your own DeepEval metrics: each is
+        stored as a soft gate `metric:<its name>`, or a hard one when declared with deepeval_metrics.hard).
     """
     import pytest
     from deepeval import assert_test
@@ -186,4 +187,6 @@ def assert_run(log: CaseLog, metrics: list[Any]) -> None:
         pytest.skip(f"case {log.case.id}: {log.skipped}")
     if log.trace is None:
         pytest.fail(f"case {log.case.id} attempt {log.attempt}: no trace: {log.error}", pytrace=False)
-    assert_test(test_case(log), metrics)
+    from deepeval_metrics.own_metric import stored
+
+    assert_test(test_case(log), stored(metrics, log))  # a metric of your own reaches the store too

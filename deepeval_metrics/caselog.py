@@ -45,6 +45,8 @@ class CaseLog:
     cost: dict[str, Any] = field(default_factory=dict)
     hard: dict[int, Result] = field(default_factory=dict)  # by index in case.checks: a re-measure overwrites
     soft: dict[str, SoftVerdict] = field(default_factory=dict)
+    # Hard gates of the test's own (a DeepEval metric declared hard: deepeval_metrics.own_metric), by name.
+    own_hard: dict[str, Result] = field(default_factory=dict)
     error: str | None = None
     skipped: str | None = None  # the run could not take place (no user model for a simulated user)
     recorded: bool = False  # stored already (deepeval_metrics.pytest_plugin stores each log once)
@@ -57,6 +59,10 @@ class CaseLog:
     def add_hard(self, indices: tuple[int, ...], results: tuple[Result, ...]) -> None:
         with self._lock:
             self.hard.update(zip(indices, results, strict=True))
+
+    def add_own_hard(self, result: Result) -> None:
+        with self._lock:
+            self.own_hard[result.name] = result
 
     def add_soft(self, verdict: SoftVerdict) -> None:
         with self._lock:
@@ -71,7 +77,7 @@ class CaseLog:
             return CaseRun(self.case.id, self.attempt, (), run_id=run_id, skipped=self.skipped)
         if error is None and missing:
             error = f"checks not measured by DeepEval: {', '.join(missing)}"
-        ordered = tuple(self.hard[i] for i in range(len(checks)) if i in self.hard)
+        ordered = tuple(self.hard[i] for i in range(len(checks)) if i in self.hard) + tuple(self.own_hard.values())
         totals: dict[str, Any] = {**dict(getattr(self.trace, "totals", None) or {}), **self.cost}
         return CaseRun(self.case.id, self.attempt, ordered, run_id=run_id, error=error, metrics=totals)
 

@@ -6,7 +6,9 @@
 - one store run per `deepeval test run` (source `deepeval`; agent, model id and kind from the one plan,
   kit.plan, as `kit run` records them; xdist workers join it);
 - every CaseLog a test makes (deepeval_metrics.run_agent, replay) is stored when the test ends, whatever its
-  outcome: a test file written with the public API needs no store code;
+  outcome, with every metric `assert_run` measured on it: the oracle's (hard), the rubrics' (soft) and your
+  own DeepEval metrics (soft `metric:<name>`, hard when declared with deepeval_metrics.hard): a test file
+  written with the public API needs no store code;
 - the soft-gate floors of the settings' gates file are checked at the end;
 - the run is finished from DeepEval's end-of-run hook, or at session end under plain pytest.
 """
