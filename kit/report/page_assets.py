@@ -39,6 +39,9 @@ tr.detail>td{background:#fbfbfb;padding:10px 14px;border-bottom:2px solid #c9d6e
 .gate{margin:6px 0 10px;border-left:4px solid #c62828;padding-left:8px} .gate h4{margin:4px 0;font-size:13px}
 .gate.hard h4{color:#a31515} .gate.soft{border-left-color:#1565c0} .gate.soft h4{color:#0d47a1} .gate table{width:100%}
 .turn{border-left:3px solid #cfd8dc;margin:8px 0;padding:2px 0 2px 10px} .turn>.th{font-weight:600;font-size:12px;color:#546e7a}
+.agents{margin:6px 0} .agent{font-size:13px;padding:1px 0} .agent.bad{color:#b71c1c;font-weight:600} .via{color:#78909c;font-size:12px}
+.byagent{border-left:3px solid #90caf9;margin:6px 0;padding:2px 0 2px 8px} .byagent.bad{border-left-color:#e53935}
+.byagent>.ah{font-size:12px;font-weight:600;color:#1565c0} .byagent.bad>.ah{color:#b71c1c}
 .msg{margin:4px 0;padding:4px 8px;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}
 .msg.user{background:#e3f2fd} .msg.assistant{background:#f1f8e9} .msg.system{background:#eceff1}
 .msg .role{font-size:11px;font-weight:600;color:#555;display:block}
@@ -227,7 +230,7 @@ function attempt(r, a) {
   add(el, gate('hard', 'Hard gates: deterministic checks (' + hard.length + ')', hard));
   if (soft.length) add(el, gate('soft', 'Soft gates: judged rubrics (' + soft.length + ')', soft));
   if (a.j.length) add(el, judges(a.j));
-  add(el, trace(a.t >= 0 ? TRACES[a.t] : null, a.tl || []));
+  add(el, trace(a.t >= 0 ? TRACES[a.t] : null, a.tl || [], failingAgents(a.ch)));
   return el;
 }
 function gate(kind, title, checks) {
@@ -250,9 +253,39 @@ function judges(list) {
         h('td', {class: 'n'}, num(j[3], 2)), h('td', {class: j[4]}, j[4] || '-'), h('td', null, h('pre', null, s(j[5]))));
     })));
 }
-function trace(t, tl) {
+// The agents a failed check names: a check scoped to an agent says so first in its reason ("agent billing: ...").
+function failingAgents(checks) {
+  var out = {};
+  (checks || []).forEach(function (c) {
+    var m = /^agent (.+?): /.exec(s(c[4]));
+    if (c[2] !== 'pass' && m) out[m[1]] = true;
+  });
+  return out;
+}
+function agentTree(t, bad) {
+  var order = [], parent = {}, via = {};
+  (t.agents || []).forEach(function (a) { order.push(a.name); parent[a.name] = a.parent; via[a.name] = a.via; });
+  (t.spans || []).forEach(function (sp) { if (sp.agent && order.indexOf(sp.agent) < 0) order.push(sp.agent); });
+  (t.handoffs || []).forEach(function (ho) {
+    [ho.from, ho.to].forEach(function (n) { if (order.indexOf(n) < 0) order.push(n); });
+    if (!(ho.to in parent) && ho.to !== order[0]) { parent[ho.to] = ho.from; via[ho.to] = ho.via; }
+  });
+  if (!order.length) return null;
+  function depth(n) { var d = 0; while (parent[n] && d < order.length) { n = parent[n]; d++; } return d; }
+  return h('div', {class: 'agents'}, h('div', {class: 'lab'}, h('b', null, 'agents')), order.map(function (n) {
+    return h('div', {class: 'agent' + (bad[n] ? ' bad' : ''), style: 'margin-left:' + 16 * depth(n) + 'px'},
+      (parent[n] ? '\u21b3 ' : '') + n, parent[n] ? h('span', {class: 'via'}, ' (' + (via[n] || 'handoff') + ' from ' + parent[n] + ')') : null,
+      bad[n] ? h('span', {class: 'badge error'}, 'failing') : null);
+  }), (t.handoffs || []).map(function (ho) {
+    return h('div', {class: 'via'}, 'handoff: ' + ho.from + ' \u2192 ' + ho.to + ' (' + (ho.via || 'handoff') + ', after step ' + ho.at + ')');
+  }));
+}
+function trace(t, tl, bad) {
   var el = h('div', {class: 'trace'}, h('h4', null, 'Trace'));
   if (!t) { add(el, h('div', {class: 'none'}, 'no trace stored for this run')); return el; }
+  bad = bad || {};
+  var tree = agentTree(t, bad);
+  if (tree) add(el, tree);
   (t.notes || []).forEach(function (n) { add(el, h('div', {class: 'note'}, n)); });
   add(el, h('div', {class: 'meta'}, 'finish reason ', h('b', null, t.finish_reason || '-'), ' \u00b7 model ', t.model || '-',
     tl[0] != null ? ' \u00b7 latency ' + tl[0] + ' ms' : ''));
@@ -266,7 +299,17 @@ function trace(t, tl) {
     cur.spans.push(sp);
   });
   turns.forEach(function (tu) {
-    add(el, h('div', {class: 'turn'}, h('div', {class: 'th'}, 'turn ' + tu.n), tu.spans.map(span)));
+    // Each call under its agent: a run of spans of one agent is one block, headed by the agent's name.
+    var blocks = [], blk = null;
+    tu.spans.forEach(function (sp) {
+      if (!blk || blk.agent !== (sp.agent || null)) { blk = {agent: sp.agent || null, spans: []}; blocks.push(blk); }
+      blk.spans.push(sp);
+    });
+    add(el, h('div', {class: 'turn'}, h('div', {class: 'th'}, 'turn ' + tu.n), blocks.map(function (b) {
+      if (!b.agent) return b.spans.map(span);
+      return h('div', {class: 'byagent' + (bad[b.agent] ? ' bad' : '')}, h('div', {class: 'ah'}, 'agent ' + b.agent,
+        bad[b.agent] ? h('span', {class: 'badge error'}, 'failing') : null), b.spans.map(span));
+    })));
   });
   if (t.final_output != null) add(el, h('div', {class: 'lab'}, h('b', null, 'final output')), h('pre', {class: 'final'}, json(t.final_output)));
   if (t.end_state && typeof t.end_state === 'object') add(el, endState(t.end_state));
