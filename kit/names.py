@@ -60,3 +60,10 @@ def printable(name: str) -> str:
         else ch
         for ch in name
     )
+
+
+def terminal(text: str) -> str:
+    """Text for a terminal: every line `printable` (an escape sequence, a CR, a bidi override from a trace
+    shown as its escape), the line breaks the kit wrote kept. A field that may hold a line break of its own
+    (a reason, a model id) is `printable` itself, so it cannot start a line that looks like the kit's."""
+    return "\n".join(printable(line) for line in text.split("\n"))

@@ -33,6 +33,8 @@ def main(args: argparse.Namespace) -> int:
     from kit.aggregate import evidence
     from kit.errors import KitInputError
     from kit.gate.policy import load_policy
+    from kit.gate.rules import RunRules
+    from kit.names import terminal
     from kit.report.compare_view import evidence_text
     from kit.report.text import render_comparison
     from kit.settings import load_settings
@@ -45,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.config and not Path(args.config).exists():
             raise KitInputError("no such gate policy file", file=args.config)
-        alpha = load_policy(Path(args.config) if args.config else load_settings().gates).baseline.alpha
+        policy = load_policy(Path(args.config) if args.config else load_settings().gates)
     except KitInputError as e:
         print(f"kit compare: {e}", file=sys.stderr)
         return 2
@@ -56,9 +58,12 @@ def main(args: argparse.Namespace) -> int:
             b = q.resolve_run(con, args.b, args.source)
             cmp = q.compare(con, a, b)
             run_a, run_b = q.run_info(con, a), q.run_info(con, b)
+            # B's alpha is the one its gate used: the policy it recorded, unless --config names another.
+            recorded = None if args.config else RunRules.from_json(q.run_rules_json(con, b))
+            alpha = (recorded.policy if recorded else policy).baseline.alpha
             ev = evidence(q.case_counts(con, a), q.case_counts(con, b), alpha, ks=(1, args.k))
     except q.RunNotFound as e:
-        print(f"kit compare: {store.path}: {e}", file=sys.stderr)
+        print(terminal(f"kit compare: {store.path}: {e}"), file=sys.stderr)
         return 2
     if args.json:
         flips = {
@@ -69,5 +74,5 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(render_comparison(cmp, run_a, run_b))
         print()
-        print(evidence_text(ev, args.k))
+        print(terminal(evidence_text(ev, args.k)))
     return 0

@@ -39,6 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from kit.errors import KitInputError
     from kit.gate.policy import load_policy
+    from kit.names import printable
     from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
@@ -70,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
             else:
                 notes = list(result.notes)
             for n in notes:
-                print(f"note: {n}")
+                print(printable(f"note: {n}"))
             if result.problems:
                 failed = True
                 print(result.headline, file=sys.stderr)
@@ -79,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
             else:
                 print(result.headline)
     except (q.RunNotFound, KitInputError) as e:
-        print(f"kit gate: {store.path}: {e}", file=sys.stderr)
+        print(printable(f"kit gate: {store.path}: {e}"), file=sys.stderr)
         return 2
     return 1 if failed else 0
 
@@ -100,7 +101,9 @@ class GateResult:
 
     @property
     def headline(self) -> str:
-        label = f"run {self.run['run_id']} ({self.run['source']})"
+        from kit.names import printable
+
+        label = printable(f"run {self.run['run_id']} ({self.run['source']})")
         if self.problems:
             return f"gate FAILED for {label}: {len(self.problems)} problem(s)"
         rate = self.pass_rate
@@ -123,6 +126,7 @@ def gate_run(
     baseline is and why. RunNotFound, or KitInputError when the baseline is the gated run itself."""
     from kit.errors import KitInputError
     from kit.gate.verdict import Baseline, verdict
+    from kit.names import printable
     from kit.report.data import gather
     from kit.store import queries as q
 
@@ -142,7 +146,8 @@ def gate_run(
             base_data = Baseline(base, flips, q.case_counts(con, base), q.soft_gates(con, base), base_rules)
     fails, more = verdict(data, rules, base_data)
     own = RunRules.from_json(recorded) is not None
-    return GateResult(data.run, tuple(fails), tuple(notes + more), data.totals["pass_rate"], own)
+    shown = tuple(printable(n) for n in notes + more)  # a file or run named from data: one line, escaped
+    return GateResult(data.run, tuple(fails), shown, data.totals["pass_rate"], own)
 
 
 def _rules_of(

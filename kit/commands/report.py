@@ -96,6 +96,7 @@ def _tags(req: ReportRequest) -> dict[str, list[str]]:
 
 def main(args: argparse.Namespace) -> int:
     from kit.errors import KitInputError
+    from kit.names import terminal
 
     request = ReportRequest(
         store=args.store,
@@ -114,11 +115,11 @@ def main(args: argparse.Namespace) -> int:
     except KitInputError as e:
         print(f"kit report: {e}", file=sys.stderr)
         return 2
-    print(done.text)
+    print(terminal(done.text))  # nothing from a trace reaches the terminal raw
     if done.html is not None:
         print(f"\nHTML report written to {done.html}")
     for note in done.notes:
-        print(f"kit report: {note}", file=sys.stderr)
+        print(terminal(f"kit report: {note}"), file=sys.stderr)
     if done.md is not None:
         print(f"Markdown comparison written to {done.md}")
     return 0

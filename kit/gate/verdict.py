@@ -14,6 +14,7 @@ from typing import Any
 from kit.aggregate import evidence, p_text
 from kit.gate.policy import GatePolicy
 from kit.gate.rules import RunRules
+from kit.names import printable
 from kit.report.data import ReportData
 from kit.store.queries import Comparison
 
@@ -47,6 +48,9 @@ class SoftFloor:
         return self.rate is not None and self.rate < self.floor
 
     def line(self) -> str:
+        return printable(self._line())
+
+    def _line(self) -> str:
         if self.rate is None and self.errors:
             return f"{self.rubric}: the judge failed on all {self.errors} verdicts (no pass rate; not a pass)"
         if self.rate is None:
@@ -156,7 +160,7 @@ def verdict(data: ReportData, rules: RunRules, baseline: Baseline | None = None)
                 f"({f.passed} pass, {f.failed} fail, {f.errors} error, {f.skipped} skipped)"
             )
     if baseline is None:
-        return fails, notes
+        return _lines(fails), _lines(notes)
     if policy.baseline.soft_max_drop is not None:
         # The same rate as the floor's, on both sides: a judge's errors are not the agent's drop.
         before = {b.rubric: b.rate for b in soft_floors(baseline.soft, policy) if b.rate is not None}
@@ -178,7 +182,13 @@ def verdict(data: ReportData, rules: RunRules, baseline: Baseline | None = None)
         more_fails, more_notes = _significant(data, policy, baseline)
         fails += more_fails
         notes += more_notes
-    return fails, notes
+    return _lines(fails), _lines(notes)
+
+
+def _lines(lines: list[str]) -> list[str]:
+    """Each failure or note is one line: a line break, an escape sequence or a CR that a reason, a tool name
+    or a model id brought from a trace is shown as its escape, never sent to a terminal raw."""
+    return [printable(line) for line in lines]
 
 
 def _new_failures(

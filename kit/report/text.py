@@ -1,10 +1,19 @@
-"""`kit report` as plain text: per case pass fraction, pass^k, flaky and failing checks; soft gates; totals."""
+"""`kit report` as plain text: per case pass fraction, pass^k, flaky and failing checks; soft gates; totals.
+
+What comes from a trace or another tool (a model id, a tool's name or error in a reason, a case id) is
+shown through `kit.names.printable`: an escape sequence or a line break in it never reaches a terminal raw."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kit.names import printable, terminal
 from kit.report.data import ReportData
+
+
+def _t(v: Any) -> str:
+    """A value from the store as one printable line."""
+    return printable(str(v))
 
 
 def _num(v: Any, digits: int = 2) -> str:
@@ -12,17 +21,18 @@ def _num(v: Any, digits: int = 2) -> str:
 
 
 def run_header(run: dict[str, Any]) -> str:
-    sha = (run.get("git_sha") or "-")[:10]
+    sha = _t((run.get("git_sha") or "-")[:10])
     return (
-        f"run {run['run_id']}  source {run['source']}  status {run.get('status') or '-'}\n"
-        f"started {str(run['started_at'])[:19]} UTC  agent {run.get('agent') or '-'}  model {run.get('model') or '-'}  "
-        f"git {sha}  config {run.get('config_hash') or '-'}  kit {run.get('kit_version') or '-'}"
+        f"run {_t(run['run_id'])}  source {_t(run['source'])}  status {_t(run.get('status') or '-')}\n"
+        f"started {str(run['started_at'])[:19]} UTC  agent {_t(run.get('agent') or '-')}  "
+        f"model {_t(run.get('model') or '-')}  git {sha}  config {_t(run.get('config_hash') or '-')}  "
+        f"kit {_t(run.get('kit_version') or '-')}"
     )
 
 
 def render(data: ReportData, *, reason_width: int = 100) -> str:
     out = [run_header(data.run), ""]
-    width = max([len("case"), *(len(c["case_id"]) for c in data.cases)])
+    width = max([len("case"), *(len(_t(c["case_id"])) for c in data.cases)])
     out.append(f"{'case':<{width}}  runs  pass  frac  pass^{data.k}  flaky")
     failing: dict[str, list[dict[str, Any]]] = {}
     for f in data.failing:
@@ -31,19 +41,19 @@ def render(data: ReportData, *, reason_width: int = 100) -> str:
         flag = "flaky" if c["flaky"] else ""
         errs = f"  {c['errors']} error(s)" if c["errors"] else ""
         out.append(
-            f"{c['case_id']:<{width}}  {c['n']:>4}  {c['c']:>4}  {_num(c['pass_fraction'])}  "
+            f"{_t(c['case_id']):<{width}}  {c['n']:>4}  {c['c']:>4}  {_num(c['pass_fraction'])}  "
             f"{_num(c['pass_hat_k']):>6}  {flag}{errs}"
         )
         for f in failing.get(c["case_id"], []):
-            reason = (f["reason"] or "").replace("\n", " ")[:reason_width]
-            out.append(f"    {f['outcome']:<5} {f['check']} ({f['times']}/{c['n']}): {reason}")
+            reason = _t((f["reason"] or "").replace("\n", " ")[:reason_width])
+            out.append(f"    {_t(f['outcome']):<5} {_t(f['check'])} ({f['times']}/{c['n']}): {reason}")
     if not data.cases:
         out.append("(no case results in this run)")
     if data.soft:
         out += ["", "soft gates                       n  pass  fail  skip  err  score  pass rate"]
         for s in data.soft:
             out.append(
-                f"{s['check']:<30} {s['n']:>3}  {s['passed']:>4}  {s['failed']:>4}  {s['skipped']:>4}  "
+                f"{_t(s['check']):<30} {s['n']:>3}  {s['passed']:>4}  {s['failed']:>4}  {s['skipped']:>4}  "
                 f"{s['errors']:>3}  {_num(s['mean_score']):>5}  {_num(s['pass_rate'])}"
             )
     t = data.totals
@@ -57,29 +67,28 @@ def render(data: ReportData, *, reason_width: int = 100) -> str:
     ]
     if t.get("cost_usd"):
         out.append(f"cost ${t['cost_usd']:.4f}, {t['tokens'] or 0} tokens")
-    return "\n".join(out)
+    return terminal("\n".join(out))
 
 
 def render_comparison(cmp: Any, run_a: dict[str, Any], run_b: dict[str, Any]) -> str:
     """`kit compare A B`: flips each way with the checks that caused them, then every pass-rate change."""
     out = [
-        f"A: {run_a['run_id']} ({run_a['source']}, model {run_a.get('model') or '-'}, "
-        f"git {(run_a.get('git_sha') or '-')[:10]})",
-        f"B: {run_b['run_id']} ({run_b['source']}, model {run_b.get('model') or '-'}, "
-        f"git {(run_b.get('git_sha') or '-')[:10]})",
-        "",
+        f"{side}: {_t(run['run_id'])} ({_t(run['source'])}, model {_t(run.get('model') or '-')}, "
+        f"git {_t((run.get('git_sha') or '-')[:10])})"
+        for side, run in (("A", run_a), ("B", run_b))
     ]
+    out.append("")
     for title, flips in (("pass→fail", cmp.pass_to_fail), ("fail→pass", cmp.fail_to_pass)):
         out.append(f"{title}: {len(flips)}")
         for f in flips:
-            why = ", ".join(f.checks) or "(no single check: see the failing attempts)"
-            out.append(f"  {f.case_id}  {f.before:.2f} → {f.after:.2f}  checks: {why}")
+            why = ", ".join(map(_t, f.checks)) or "(no single check: see the failing attempts)"
+            out.append(f"  {_t(f.case_id)}  {f.before:.2f} → {f.after:.2f}  checks: {why}")
     moved = [c for c in cmp.changes if c.before != c.after]
     out.append(f"pass-rate changes: {len(moved)} of {len(cmp.changes)} common cases")
     for c in sorted(moved, key=lambda c: c.after - c.before):
-        out.append(f"  {c.case_id}  {c.before:.2f} → {c.after:.2f}  ({c.after - c.before:+.2f})")
+        out.append(f"  {_t(c.case_id)}  {c.before:.2f} → {c.after:.2f}  ({c.after - c.before:+.2f})")
     if cmp.only_a:
-        out.append(f"only in A: {', '.join(cmp.only_a)}")
+        out.append(f"only in A: {', '.join(map(_t, cmp.only_a))}")
     if cmp.only_b:
-        out.append(f"only in B: {', '.join(cmp.only_b)}")
-    return "\n".join(out)
+        out.append(f"only in B: {', '.join(map(_t, cmp.only_b))}")
+    return terminal("\n".join(out))

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
+from kit.names import printable
 from kit.result import CaseRun
 
 
@@ -87,12 +88,13 @@ def report(runs: list[CaseRun], summary: dict[str, Any], out: TextIO | None = No
         if mark == "PASS" and not verbose:
             continue
         print(
-            f"{mark:<5} {cid:<{width}}  {s['passed']}/{n}  {s['pass_fraction']:.2f}  "
+            f"{mark:<5} {printable(cid):<{width}}  {s['passed']}/{n}  {s['pass_fraction']:.2f}  "
             f"pass^{n} {s['pass_hat_k'][str(n)]:.2f}{flaky}",
             file=out,
         )
         for outcome, name, count, reason in failing_checks(rs):
-            print(f"        {outcome} {name} ({count}/{n}): {reason}", file=out)
+            # A reason or a check's name may carry a tool's name or error from the trace: one line, escaped.
+            print(printable(f"        {outcome} {name} ({count}/{n}): {reason}"), file=out)
     cases = summary["cases"]
     passing = sum(s["passed"] == s["runs"] for s in cases.values())
     flaky = sum(s["flaky"] for s in cases.values())
