@@ -52,11 +52,11 @@ def unnamed_agents(args: Sequence[str], root: Path = ROOT) -> list[str]:
     import yaml
 
     from kit.errors import KitInputError
-    from kit.settings import load_settings
+    from kit.plan import current_plan
     from kit.yamlio import safe_load
 
     try:
-        if load_settings().agent:
+        if current_plan().settings.agent:
             return []
     except KitInputError:
         return []  # the provider says what is wrong with the settings, per test
@@ -80,6 +80,19 @@ def unnamed_agents(args: Sequence[str], root: Path = ROOT) -> list[str]:
     return missing
 
 
+def plan_env() -> dict[str, str]:
+    """The plan Promptfoo's processes run (its Python providers, the red team's hook and grader): the document
+    this launch was handed (`make evals`), else this launch's own (kit.plan.current_plan), as KIT_PLAN. With
+    settings that do not load, none: the provider names what is wrong, per test."""
+    from kit.errors import KitInputError
+    from kit.plan import current_plan
+
+    try:
+        return current_plan().env()
+    except KitInputError:
+        return {}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     missing = unnamed_agents(args)
@@ -96,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"run_promptfoo: {exe} is missing; run `make promptfoo-install` first", file=sys.stderr)
         return 2
     env = offline_env()
+    env.update(plan_env())
     Path(env["PROMPTFOO_CONFIG_DIR"]).mkdir(parents=True, exist_ok=True)
     os.chdir(ROOT)
     os.execve(str(exe), command(args), env)

@@ -119,3 +119,14 @@ def test_without_the_variable_the_settings_make_the_plan(tmp_path: Path, monkeyp
     plan = current_plan(env={"KIT_VARIANT": "double_refund", "KIT_STORE": "s.duckdb"})
     assert plan.variant == "double_refund"
     assert os.path.isabs(plan.store)
+
+
+def test_a_plan_read_back_writes_the_same_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launcher that re-exports the plan it was handed (Promptfoo's, under `make evals`) hands on the very
+    same document: the round trip changes nothing."""
+    from kit_promptfoo.run_promptfoo import plan_env
+
+    env = make_plan(_settings(tmp_path), variant="double_refund").env()
+    assert current_plan(env=env).env()[PLAN_ENV] == env[PLAN_ENV]
+    monkeypatch.setenv(PLAN_ENV, env[PLAN_ENV])
+    assert plan_env()[PLAN_ENV] == env[PLAN_ENV]
