@@ -195,8 +195,8 @@ def schema(trace: Trace, *, schema: Schema, target: str = "output") -> Verdict:
             inside the case's folder; `http:`, `https:`, `file:` and paths that leave the folder are refused
             at load. Required.
         target: What is validated: `output` (the final output, which must parse as JSON) or `tool:NAME`
-            (the arguments of every call of NAME that ran; fails when NAME was never called). Default
-            `output`.
+            (the arguments of every call of NAME that ran; with no call there is nothing to validate and it
+            passes: whether NAME must be called is a `called` check of its own). Default `output`.
     """
     import fastjsonschema
 
@@ -212,7 +212,7 @@ def schema(trace: Trace, *, schema: Schema, target: str = "output") -> Verdict:
     tool = target[5:]
     calls = [s for s in trace.tool_calls if s.name == tool]
     if not calls:
-        return Verdict(False, f"{tool} never called")
+        return Verdict(True, f"{tool} never called: no arguments to validate")
     for i, call in enumerate(calls):
         try:
             schema.validate(call.input)

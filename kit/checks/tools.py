@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Iterable
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -447,3 +448,25 @@ def tool_schemas(trace: Trace, *, schemas: ToolSchemas = "golden/tools.json") ->
         except fastjsonschema.JsonSchemaValueException as e:
             return Verdict(False, f"{s.name} (call {i + 1}) arguments: {e.message}")
     return Verdict(True)
+
+
+# Checks that fail when their tool was never called: with one of them, a case says the tool must be called.
+_REQUIRES_A_CALL = frozenset({"called", "arg", "args"})
+
+
+def schema_without_called(cases: Iterable[Any]) -> list[tuple[Any, str, str]]:
+    """(case, check label, tool) for every `schema` check on `tool:NAME` in a case that has no check requiring
+    a call of NAME (`called`, `arg`, `args`): `schema` validates the calls that happened and passes when there
+    are none, so such a case, written when it failed on a missing call, no longer says NAME must be called."""
+    out = []
+    for case in cases:
+        required = {
+            str(spec.params.get("tool"))
+            for spec in case.checks
+            if spec.type in _REQUIRES_A_CALL and isinstance(spec.params.get("tool"), str)
+        }
+        for spec in case.checks:
+            target = spec.params.get("target") if spec.type == "schema" else None
+            if isinstance(target, str) and target.startswith("tool:") and target[5:] not in required:
+                out.append((case, spec.label, target[5:]))
+    return out

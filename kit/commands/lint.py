@@ -157,6 +157,24 @@ def floor_warnings(cases: list[Case], default_floor: float) -> list[str]:
     return out
 
 
+def schema_warnings(cases: list[Case]) -> list[str]:
+    """A `schema` check on a tool's calls in a case that never says the tool must be called: it passes when the
+    tool is not called (it validates the calls that happened)."""
+    from kit.checks.tools import schema_without_called
+
+    return [
+        str(
+            KitInputError(
+                f"check {label}: passes when {tool} is never called (schema validates the calls that happened); "
+                f"add {{type: called, tool: {tool}}} if the case needs the call",
+                file=case.file,
+                case=case.id,
+            )
+        )
+        for case, label, tool in schema_without_called(cases)
+    ]
+
+
 def lint_labels(root: Path, given: str | Path | None, rubrics: RubricSet, notes: list[str]) -> list[KitInputError]:
     """A labels file's problems (kit/judge/labels.py): its rubric exists, the params it needs are there, `human`
     is pass or fail. The file given, else `labels.yaml` in the linted folder when there is one."""
@@ -241,7 +259,7 @@ def lint(
         f"; tools: {f'{tools_path} ({len(tool_names)} tools)' if tool_names is not None else 'no tools.json found'}"
         f": {status}"
     )
-    warnings = floor_warnings(suite.cases, default_floor) + scope_warnings
+    warnings = floor_warnings(suite.cases, default_floor) + scope_warnings + schema_warnings(suite.cases)
     return LintReport(tuple(problems), tuple(warnings), tuple(notes), summary)
 
 
