@@ -66,10 +66,10 @@ def _run_id_value(v: Any) -> Any:
 
 
 def _folder_value(v: Any) -> Any:
-    # A folder the kit writes into (slot files): a file there fails every call, so it is refused by name.
+    # A folder the kit writes into (slot files): a file there, or no folder at all, would fail every call.
     v = _path_value(v)
-    if isinstance(v, str | Path) and Path(v).exists() and not Path(v).is_dir():
-        raise ValueError(f"{v} is not a folder")
+    if isinstance(v, str | Path) and not Path(v).is_dir():
+        raise ValueError(f"{v} is not a folder" if Path(v).exists() else f"no such folder: {v}")
     return v
 
 

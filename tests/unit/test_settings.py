@@ -186,6 +186,8 @@ def test_a_slots_dir_that_is_a_file_is_a_settings_error_naming_it(
     code = kit(["run", "-q", "--no-store", "--agent", "kit.doubles.slow_agent:sync_agent"])
     err = capsys.readouterr().err
     assert code == 2 and "KIT_SLOTS_DIR" in err and "OSError" not in err and "Traceback" not in err, err
+    with pytest.raises(KitInputError, match=r"KIT_SLOTS_DIR \(slots_dir\): no such folder"):
+        load_settings(root=tmp_path, env={"KIT_SLOTS_DIR": str(tmp_path / "gone")})
     folder = tmp_path / "slots-ok"
     folder.mkdir()
     assert load_settings(root=tmp_path, env={"KIT_SLOTS_DIR": str(folder)}).slots_dir == folder
