@@ -7,6 +7,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SOURCES = ("kit", "deepeval", "promptfoo")
 
@@ -125,6 +126,15 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recorded_alpha(con: Any, run_id: str, alpha: float) -> float:
+    """The alpha of the gate policy the later run recorded (kit.gate.rules), else `alpha`."""
+    from kit.gate.rules import RunRules
+    from kit.store import queries as q
+
+    rules = RunRules.from_json(q.run_rules_json(con, run_id))
+    return rules.policy.baseline.alpha if rules is not None else alpha
+
+
 def report(req: ReportRequest) -> Report:
     """The report the request asks for: the text (unless `text` is off), the HTML page and the Markdown
     comparison written where it says. Bad input (no store, a store a newer kit wrote, no such run, a bad gate
@@ -153,6 +163,7 @@ def report(req: ReportRequest) -> Report:
         with store.connect() as con:
             if req.html or req.md or req.compare:
                 run_ids, pair = _choose(con, req)
+                alpha = _recorded_alpha(con, pair[1], alpha) if pair and not req.gates else alpha
                 side = pd.side_by_side(con, *pair, k=req.k, alpha=alpha) if pair else None
             if req.html:
                 page = html.render(html.gather(con, run_ids, k=req.k, side=side, tags=tags, recent=req.recent))

@@ -214,3 +214,16 @@ def test_a_promptfoo_run_records_the_rules_it_ran_under(project, capsys):
     capsys.readouterr()
     assert kit(["gate", "--store", str(store)]) == 1
     assert "did not load" in capsys.readouterr().err
+
+
+def test_compare_and_the_report_tell_chance_by_the_alpha_the_run_recorded(tmp_path, capsys):
+    """gates.yaml says alpha 0.05 now; the later run ran under 0.2: its comparison uses 0.2."""
+    store = open_store(tmp_path / "evals.duckdb")
+    rules = RunRules(policy=GatePolicy.model_validate({"baseline": {"alpha": 0.2}}))
+    _run(store, {"a": True, "b": True})
+    _run(store, {"a": True, "b": False}, rules=rules)
+    assert kit(["compare", "--store", str(store.path)]) == 0
+    assert "alpha 0.2" in capsys.readouterr().out
+    md = tmp_path / "compare.md"
+    assert kit(["report", "--store", str(store.path), "--md", str(md)]) == 0
+    assert "alpha 0.2" in md.read_text()
