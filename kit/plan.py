@@ -28,7 +28,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,7 +201,7 @@ class Plan:
         out = []
         for f in case_files(root):
             try:
-                digest = hashlib.sha256(f.read_bytes()).hexdigest()
+                digest = file_sha256(f)
             except OSError as e:
                 raise KitInputError(f"cannot read: {e.strerror}", file=str(f)) from None
             out.append({"path": str(f.absolute()), "sha256": digest})
@@ -305,7 +305,7 @@ def plan_from_document(
     )
     for entry in doc.get("case_files") or ():
         try:
-            now = hashlib.sha256(Path(entry["path"]).read_bytes()).hexdigest()
+            now: str | None = file_sha256(Path(entry["path"]))
         except OSError:
             now = None
         if now != entry["sha256"]:
@@ -358,6 +358,18 @@ def current_plan(
         cases=cases if cases is not None else base.cases_path,
         reference_ok=reference_ok,
     )
+
+
+def file_sha256(path: Path) -> str:
+    """A file's sha256, hashed once per version (path, mtime, size): a long-lived worker (Promptfoo's provider)
+    reads its plan on every call, and a large suite's files are not hashed again each time."""
+    st = path.stat()
+    return _sha256(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _sha256(path: str, _mtime_ns: int, _size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def generic_corpus() -> Path:
