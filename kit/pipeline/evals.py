@@ -158,19 +158,25 @@ def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (out / "promptfoo").mkdir(parents=True, exist_ok=True)
-    store = open_store(plan.store)
-    if baseline_store is not None:
-        print(f"==> baseline: {import_runs(store, baseline_store)} runs copied from {baseline_store}")
-    with store.connect() as con:
-        before = q.run_ids(con)
-
     env = stage_env(plan, out)
     started = time.perf_counter()
-    results = run_stages(chosen, env, logs)
-    wall = time.perf_counter() - started
-    stopped = next((r for r in results if r.stage.required and r.code != 0), None)
+    # The required stages (lint) first: bad input stops the build before the store is touched.
+    required = [s for s in chosen if s.required]
+    results = run_stages(required, env, logs)
+    stopped = next((r for r in results if r.code != 0), None)
     if stopped is not None:
         return _stopped(stopped, out)
+    store = open_store(plan.store)
+    try:
+        if baseline_store is not None:
+            print(f"==> baseline: {import_runs(store, baseline_store)} runs copied from {baseline_store}")
+        with store.connect() as con:
+            before = q.run_ids(con)
+    except KitInputError as e:  # the store is not one this kit can write (a folder, a newer kit's, not DuckDB)
+        print(f"make evals: {e}", file=sys.stderr)
+        return 2
+    results += run_stages([s for s in chosen if not s.required], env, logs)
+    wall = time.perf_counter() - started
 
     with store.connect() as con:
         data = collect(con, before)

@@ -122,3 +122,10 @@ def test_a_baseline_store_that_is_not_there_is_said_not_an_error(tmp_path, capsy
     out = capsys.readouterr().out
     assert f"BASELINE_STORE={tmp_path / 'absent.duckdb'}: no such store" in out
     assert "lint            passed" in out
+
+
+def test_a_store_of_a_newer_kit_is_refused_before_any_stage_writes(tmp_path, capsys, from_make):
+    _future_store(tmp_path / "evals.duckdb", LATEST + 1)
+    assert from_make() == 2
+    err = capsys.readouterr().err
+    assert f"store schema version {LATEST + 1} found" in err and "Traceback" not in err
