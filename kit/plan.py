@@ -22,10 +22,12 @@ secret (an API key) is never written to the file: the document names the variabl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -50,6 +52,8 @@ DETERMINISTIC_MODEL = "deterministic-policy"
 # The variable naming the plan document a subprocess runs under.
 PLAN_ENV = "KIT_PLAN"
 DOCUMENT_VERSION = 1
+# A plan document nobody wrote or used for a week belongs to no running process.
+DOCUMENT_KEEP_S = 7 * 24 * 3600.0
 # The settings' default corpus: the reference agent's shop attacks. Another agent gets the generic attacks.
 DEFAULT_CORPUS = Path("redteam/attacks.yaml")
 GENERIC = "generic"
@@ -252,19 +256,31 @@ class Plan:
 
 
 def write_document(doc: Mapping[str, Any], folder: Path) -> Path:
-    """The document as `<folder>/<hash>.json` (one file per distinct plan, written once, atomically)."""
+    """The document as `<folder>/<hash>.json` (one file per distinct plan, written once, atomically). Every
+    run writes one (its run id is in it): documents unused for DOCUMENT_KEEP_S are removed as a new one is
+    written, so the folder does not grow for ever."""
     text = json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False)
     path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
-    if path.is_file():
-        return path
     try:
+        if path.is_file():
+            os.utime(path)  # in use again: kept
+            return path
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{path.name}.{os.getpid()}.tmp"
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as e:
         raise KitInputError(f"cannot write the plan document: {e.strerror or e}", file=str(path)) from None
+    _prune(folder)
     return path
+
+
+def _prune(folder: Path) -> None:
+    cutoff = time.time() - DOCUMENT_KEEP_S
+    for old in folder.glob("*.json"):
+        with contextlib.suppress(OSError):  # another process pruned it first
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
 
 
 def read_document(path: str | Path) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,15 @@ def test_a_plan_read_back_writes_the_same_document(tmp_path: Path, monkeypatch: 
     assert current_plan(env=env).env()[PLAN_ENV] == env[PLAN_ENV]
     monkeypatch.setenv(PLAN_ENV, env[PLAN_ENV])
     assert plan_env()[PLAN_ENV] == env[PLAN_ENV]
+
+
+def test_documents_nobody_used_for_a_week_are_removed(tmp_path: Path) -> None:
+    plan = make_plan(_settings(tmp_path))
+    old = Path(plan.env()[PLAN_ENV])
+    week_ago = time.time() - 8 * 24 * 3600
+    os.utime(old, (week_ago, week_ago))
+    again = Path(plan.env()[PLAN_ENV])  # the same plan: in use again, kept
+    assert again == old and old.stat().st_mtime > week_ago
+    os.utime(old, (week_ago, week_ago))
+    Path(plan.derive(evals_id="evals-2").env()[PLAN_ENV])  # another plan's document prunes the unused one
+    assert not old.exists()
