@@ -291,7 +291,10 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         Generated("redteam/invariants.yaml", redteam_invariants(root, cases), checked=False),
         Generated(REDTEAM_CASE, redteam_case(root, cases), checked=False),
         Generated("redteam/README.md", fill("redteam/README.md.tmpl")),
-        *(Generated(f"redteam/{n}", fill(f"redteam/{n}.tmpl")) for n in ("generator.py", "hooks.py", "grader.cjs")),
+        *(
+            Generated(f"redteam/{n}", fill(f"redteam/{n}.tmpl"))
+            for n in ("generator.py", "hooks.py", "grader.cjs", "target.py")
+        ),
         Generated("tests/evals/conftest.py", fill("tests/evals/conftest.py.tmpl")),
         Generated("tests/evals/test_cases.py", fill("tests/evals/test_cases.py.tmpl"), checked=False),
         Generated("evals/rubrics.yaml", fill("rubrics.yaml.tmpl"), checked=False),

@@ -17,6 +17,14 @@ red team runs) and replaces what belongs to the reference agent's shop:
 
 The files are written beside the config: case.yaml and a copy of the invariants it names.
 
+With an attacker (`[tool.kit.redteam] attacker`, a Promptfoo provider id), the red team also adapts: every
+hard check of the judging case becomes a goal (goals.py), one `policy` plugin each, pursued by Promptfoo's
+crescendo (stateful: one conversation, never backtracked, so every turn the agent saw counts) and
+jailbreak:tree with the attacker model, against the red-team target (target.py: one agent per conversation)
+and judged per conversation by the oracle (conversation_assert.cjs). The static attacks keep their static
+strategies. goat, jailbreak:hydra and jailbreak:meta (and `jailbreak`, which is iterative:meta) need
+Promptfoo's remote generation and fail offline: the kit does not configure them.
+
 In a repository `kit init` set up, the root promptfooconfig.yaml carries the red team `npx promptfoo redteam
 run` runs (purpose, plugins, strategies, the case in redteam/case.yaml): for that agent the generated config
 takes its `redteam:` section and its case from there (`root_redteam`), so `make evals` runs the same attacks
@@ -38,7 +46,7 @@ import yaml
 from kit import yamlio
 from kit.toolspec import Effect, tool_effects, with_effects
 from kit_promptfoo.genconfig import agent_provider, file_ref, glue
-from kit_promptfoo.redteam import corpus
+from kit_promptfoo.redteam import corpus, generator, goals, hooks
 
 # The red team's own files (template, generic attacks and invariants, hooks, grader) lie beside this module.
 REDTEAM = Path(__file__).resolve().parent
@@ -124,6 +132,83 @@ def root_redteam(root_config: Path, agent: str) -> tuple[dict[str, Any], dict[st
     return red, {"case_file": str(case_file), "case_id": str(vars_["case_id"])}
 
 
+ADAPTIVE = ("crescendo", "jailbreak:tree")
+STATIC = ("base64", "leetspeak", "homoglyph", "jailbreak-templates")
+
+
+def attacker_provider(attacker: str, base_url: str | None) -> dict[str, Any]:
+    """The attacker as a Promptfoo provider; at a base URL (a local server) no API key is required."""
+    if not base_url:
+        return {"id": attacker}
+    return {"id": attacker, "config": {"apiBaseUrl": base_url, "apiKeyRequired": False}}
+
+
+def tool_effects_of(tools: Path | None) -> dict[str, Effect]:
+    return effects_of(tools) if tools is not None else {}
+
+
+def adaptive(
+    config: dict[str, Any],
+    ref: dict[str, Any],
+    *,
+    attacker: dict[str, Any],
+    strategies: tuple[str, ...],
+    max_turns: int,
+    tools: Path | None,
+    judge: bool,
+) -> None:
+    """Add the adaptive red team to `config`: a goal plugin per hard check of the judging case, the adaptive
+    strategies driven by the attacker, the sessions target, and the attacker as crescendo's scorer when
+    there is no judge (Promptfoo asks `defaultTest.options.provider`)."""
+    from kit.case import find_invariants_file, load_suite
+
+    for s in strategies:
+        if s not in ADAPTIVE:
+            raise ValueError(
+                f"adaptive strategy {s!r}: the kit runs {', '.join(ADAPTIVE)} (others need remote generation)"
+            )
+    case_file = Path(ref["case_file"])
+    suite = load_suite(case_file, find_invariants_file(case_file.parent))
+    case = next((c for c in suite.cases if c.id == ref["case_id"]), None)
+    if case is None:
+        raise ValueError(f"{case_file}: case '{ref['case_id']}': " + "; ".join(str(e) for e in suite.errors))
+    red = config["redteam"]
+    aims = goals.goals(case, tools=tool_effects_of(tools), purpose=red.get("purpose"))
+    if not aims:
+        raise ValueError(f"{case_file}: case '{ref['case_id']}' has no checks: an adaptive attack has no goal")
+    for plugin in red["plugins"]:  # the static attacks keep their static strategies
+        cfg = plugin.setdefault("config", {})
+        cfg["excludeStrategies"] = sorted({*cfg.get("excludeStrategies", []), *strategies})
+    for g in aims:
+        red["plugins"].append(
+            {
+                "id": "policy",
+                "numTests": 1,
+                "config": {
+                    "policy": g.text,
+                    "modifiers": {"kit_category": generator.GOAL_CATEGORY, "kit_goal": g.text, "kit_goal_id": g.id},
+                    "excludeStrategies": list(STATIC),
+                },
+            }
+        )
+    extra: list[Any] = []
+    for s in strategies:
+        cfg: dict[str, Any] = {"redteamProvider": attacker}
+        if s == "crescendo":
+            cfg.update(stateful=True, maxTurns=max_turns, maxBacktracks=0)
+        extra.append({"id": s, "config": cfg})
+    red["strategies"] = [*red.get("strategies", []), *extra]
+    for target in config["targets"]:
+        target["id"] = "file://" + glue("redteam", "target.py").resolve().as_posix()
+        target.setdefault("config", {})["workers"] = 1  # a conversation's turns must reach the worker holding it
+    if not judge:
+        config["defaultTest"]["options"] = {"provider": attacker}
+    # The Python hook hands tests back as JSON: the strategies' provider objects are kept around it.
+    keep = "file://" + (REDTEAM / "keep_providers.cjs").as_posix()
+    config["extensions"] = [f"{keep}:stash", *config["extensions"]]
+    config["extensions"].insert(config["extensions"].index(f"{keep}:stash") + 2, f"{keep}:restore")
+
+
 def build(
     out: Path,
     *,
@@ -134,6 +219,10 @@ def build(
     invariants: Path | None = None,
     tools: Path | None = None,
     root_config: Path | None = None,
+    attacker: dict[str, Any] | None = None,
+    strategies: tuple[str, ...] = ADAPTIVE,
+    max_turns: int = 4,
+    judge: bool = False,
 ) -> dict[str, Any]:
     config = yamlio.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     attacks = attacks or GENERIC / "attacks.yaml"
@@ -161,8 +250,12 @@ def build(
         file_ref(glue("providers", "store_hook.py"), out) + ":afterAll",
     ]
     if from_root is None:
+        # The generator this project has (its thin redteam/generator.py), else the installed kit's.
+        config["redteam"]["provider"]["id"] = "file://" + glue("redteam", "generator.py").resolve().as_posix()
         config["redteam"]["purpose"] = purpose or GENERIC_PURPOSE
         config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], attacks)
+    if attacker is not None:
+        adaptive(config, ref, attacker=attacker, strategies=strategies, max_turns=max_turns, tools=tools, judge=judge)
     return config
 
 
@@ -180,8 +273,26 @@ def main(argv: list[str] | None = None) -> int:
         default=Path("promptfooconfig.yaml"),
         help="the project's Promptfoo config: its red team, when it is this agent's (default: ./promptfooconfig.yaml)",
     )
+    ap.add_argument("--attacker", help="a Promptfoo provider id (default: [tool.kit.redteam] attacker)")
+    ap.add_argument("--attacker-base-url", help="the attacker's OpenAI-compatible base URL (default: the settings')")
+    ap.add_argument("--max-turns", type=int, help="turns per crescendo conversation (default: the settings', 4)")
+    ap.add_argument(
+        "--strategies",
+        default=",".join(ADAPTIVE),
+        help="adaptive strategies, comma-separated (default: all the kit runs)",
+    )
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    from kit.errors import KitInputError
+    from kit.settings import load_settings
+
+    try:
+        rt = load_settings().redteam
+    except KitInputError as e:
+        print(f"red-team config: {e}", file=sys.stderr)
+        return 2
+    attacker_id = args.attacker or rt.attacker
+    attacker = attacker_provider(attacker_id, args.attacker_base_url or rt.attacker_base_url) if attacker_id else None
     try:
         config = build(
             args.out,
@@ -192,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
             invariants=args.invariants,
             tools=args.tools,
             root_config=args.root_config,
+            attacker=attacker,
+            strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
+            max_turns=args.max_turns or rt.max_turns,
+            judge=hooks.judge_configured(),
         )
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"red-team config: {e}", file=sys.stderr)

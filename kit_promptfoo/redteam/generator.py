@@ -16,6 +16,9 @@ from typing import Any
 from kit_promptfoo.redteam import corpus, multiturn
 
 _CATEGORY = re.compile(r"^\s*kit_category:\s*([a-z-]+)\s*$", re.M)
+# An adaptive attack's objective (kit_promptfoo/redteam/goals.py), carried whole in its plugin's modifiers.
+GOAL_CATEGORY = "invariant-goal"
+_GOAL = re.compile(r"^\s*kit_goal:\s*(.+?)\s*$", re.M)
 
 
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
@@ -32,6 +35,9 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
             return judged
         # Not a generation request the kit answers (no kit_category modifier): say so rather than invent.
         return {"error": "kit attack generator: no `kit_category` modifier in the request; see redteam/attacks.yaml"}
+    if found[-1] == GOAL_CATEGORY:  # the goal is the attack: crescendo and jailbreak:tree pursue it
+        goal = _GOAL.findall(prompt or "")
+        return {"output": f"Prompt: {goal[-1]}"} if goal else {"error": "kit attack generator: no `kit_goal` modifier"}
     if found[-1] == multiturn.CATEGORY:  # scripted conversations, one `{"turns": [...]}` prompt each
         return {"output": "\n".join(f"Prompt: {a.prompt}" for a in multiturn.load())}
     attacks = corpus.by_category(found[-1])

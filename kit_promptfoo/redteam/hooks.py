@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,12 @@ def _texts(test: dict[str, Any]) -> list[str]:
 
 
 def attack_name(test: dict[str, Any], ids: dict[str, str]) -> str:
-    """The attack's id in a corpus, else `<plugin>-<digest>` of its text."""
+    """The goal's id (an adaptive attack aimed at an invariant), the attack's id in a corpus, else
+    `<plugin>-<digest>` of its text."""
+    meta = test.get("metadata") or {}
+    goal = ((meta.get("pluginConfig") or {}).get("modifiers") or {}).get("kit_goal_id")
+    if goal:
+        return str(goal)
     texts = _texts(test)
     for text in texts:
         if text in ids:
@@ -87,6 +94,34 @@ def known_attacks() -> dict[str, str]:
     return ids | {a.prompt: a.id for a in multiturn.load()}
 
 
+# Promptfoo's strategies that hold a conversation with an attacker model: judged per conversation (target.py).
+ADAPTIVE = ("crescendo", "jailbreak:tree", "iterative", "goat", "jailbreak:hydra", "jailbreak:meta")
+ASSERTION = "file://" + (Path(__file__).resolve().parent / "conversation_assert.cjs").as_posix() + ":get_assert"
+
+
+def is_adaptive(test: dict[str, Any]) -> bool:
+    return str((test.get("metadata") or {}).get("strategyId") or "") in ADAPTIVE
+
+
+def conversations_folder() -> Path:
+    """Where this eval's adaptive attacks leave their conversations' sealed verdicts (one folder per eval)."""
+    from kit.settings import project_root
+
+    return project_root() / ".kit" / "redteam" / "conversations" / uuid.uuid4().hex[:12]
+
+
+def judge_by_conversation(test: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """An adaptive attack: its conversations go to the red-team target's sessions and their ledger in a folder
+    of its own, and conversation_assert.cjs judges them (the default oracle assertion reads the provider's
+    metadata, which a multi-turn strategy drops)."""
+    meta = test.get("metadata") or {}
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(meta.get("case_id") or "attack"))
+    vars_ = {**(test.get("vars") or {}), "kit_ledger": str(folder / slug)}
+    options = {**(test.get("options") or {}), "disableDefaultAsserts": True}
+    kept = [a for a in test.get("assert") or [] if not (isinstance(a, dict) and a.get("type") == "javascript")]
+    return {**test, "vars": vars_, "options": options, "assert": [*kept, {"type": "javascript", "value": ASSERTION}]}
+
+
 def is_attack(test: dict[str, Any]) -> bool:
     return bool((test.get("metadata") or {}).get("pluginId"))
 
@@ -98,5 +133,8 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
     tests = [name_attack(t, ids) if is_attack(t) else t for t in suite.get("tests") or []]
     if not judge_configured():
         tests = [strip_graders(t) for t in tests]
+    if any(is_adaptive(t) for t in tests):
+        folder = conversations_folder()
+        tests = [judge_by_conversation(t, folder) if is_adaptive(t) else t for t in tests]
     suite["tests"] = tests
     return context

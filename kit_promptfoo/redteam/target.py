@@ -1,0 +1,213 @@
+"""The adaptive red team's target (a Promptfoo provider): ONE agent per attack conversation, kept across its turns.
+
+Promptfoo's multi-turn strategies call the target once per turn. A fresh agent per call would be a fresh
+sandbox per turn (a refund made in turn 2 gone by turn 5), so here a conversation is a session: the agent's
+own conversation object (`Agent.converse`: one sandbox, one history), fed one turn per call.
+
+- crescendo with `stateful: true` (what the kit's config asks for) sends only the new message and hands back
+  the `sessionId` this provider returned: the session it names continues.
+- a prompt that is a chat history (crescendo without `stateful`) continues the session whose turns it repeats,
+  else replays its earlier user turns on a fresh agent (a backtracked branch is a conversation of its own).
+- anything else (jailbreak:tree, one attempt per call) starts a new conversation.
+
+After every turn the oracle judges the whole conversation so far (every turn's spans, the last turn's end
+state), so a violation in any turn counts, and the first turn each check failed in is kept. Multi-turn
+strategies return their own metadata and drop the provider's, so the verdict travels another way: a sealed
+ledger entry per conversation (`<kit_ledger>/<session>.json`, the folder the red team's hook gives each
+adaptive attack in its vars), which conversation_assert.cjs reads. A violation also ends the conversation
+(`conversationEnded`): the attacker stops spending calls on an attack that already worked.
+
+A test without `kit_ledger` (a static attack) goes to the kit's agent provider unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from kit.errors import KitInputError
+from kit.evaluate import evaluate
+from kit.plan import current_plan
+from kit.runner.conversation import turn_output
+from kit.trace import parse_trace
+from kit_promptfoo import agent_provider
+from kit_promptfoo.digest import seal
+from kit_promptfoo.kit_request import load_case, merged, request_case
+
+LEDGER_VAR = "kit_ledger"
+MAX_SESSIONS = 64  # live conversations per worker; the oldest is closed first
+_SESSIONS: OrderedDict[str, Session] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+class Session:
+    """One attack conversation: the agent's conversation object and everything said and done so far."""
+
+    def __init__(self, plan: Any, case: Any, ledger: Path) -> None:
+        if plan.agent.converse is None:
+            raise ValueError(
+                f"the agent {plan.agent.name} takes no `history` parameter: an adaptive attack is a conversation "
+                "(give it one: fn(turn_text, history=messages))"
+            )
+        self.id = uuid.uuid4().hex[:16]
+        self.case = case
+        self.ledger = ledger
+        self.conversation = plan.agent.converse(case, 0)
+        self.history: list[dict[str, Any]] = []
+        self.spans: list[dict[str, Any]] = []
+        self.users: list[str] = []
+        self.last: dict[str, Any] = {}
+        self.answer = ""
+        self.first_failed: dict[str, int] = {}
+        self.started = time.perf_counter()
+
+    def say(self, text: str) -> str:
+        n = len(self.users)
+        result = self.conversation.turn(text, list(self.history))
+        data, said = turn_output(result, text, self.case.id)
+        self.spans.append({"kind": "message", "role": "user", "content": text, "turn": n})
+        self.spans.extend({**s, "turn": n} for s in data["spans"])
+        self.history.append({"role": "user", "content": text})
+        self.history.extend(said)
+        answer = data.get("final_output")
+        if answer is None:
+            said_text = [m.get("content") for m in said if m.get("role") == "assistant" and m.get("content")]
+            answer = said_text[-1] if said_text else ""
+        self.answer = answer if isinstance(answer, str) else json.dumps(answer, default=str)
+        if not said or said[-1].get("role") != "assistant" or said[-1].get("content") != self.answer:
+            self.history.append({"role": "assistant", "content": self.answer})
+        self.users.append(text)
+        self.last = data
+        return self.answer
+
+    def trace(self) -> dict[str, Any]:
+        joined = {k: v for k, v in self.last.items() if k not in ("spans", "final_output", "latency_ms")}
+        joined.update(
+            case_id=self.case.id,
+            attempt=0,
+            spans=self.spans,
+            final_output=self.answer,
+            latency_ms=round((time.perf_counter() - self.started) * 1000, 3),
+        )
+        return joined
+
+    def judge(self) -> dict[str, Any]:
+        """The oracle on the whole conversation so far, written to the ledger; returns the entry."""
+        trace = parse_trace(self.trace()).model_dump(mode="json", exclude_none=True)
+        run = evaluate(parse_trace(trace), self.case)
+        verdict = agent_provider.verdict(run)
+        for c in verdict.get("checks") or []:
+            if c["outcome"] != "pass":
+                self.first_failed.setdefault(c["check"], len(self.users) - 1)
+        entry = {
+            "session": self.id,
+            "case_id": self.case.id,
+            "turns": len(self.users),
+            "users": self.users,
+            "first_failed": self.first_failed,
+            "trace": trace,
+            "verdict": verdict,
+            "seal": seal(self.case.id, trace, verdict),
+        }
+        self.ledger.mkdir(parents=True, exist_ok=True)
+        tmp = self.ledger / f".{self.id}.json.tmp"
+        tmp.write_text(json.dumps(entry, ensure_ascii=True, default=str), encoding="utf-8")
+        tmp.replace(self.ledger / f"{self.id}.json")
+        return entry
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # a conversation that fails to close must not fail the attack
+            self.conversation.close()
+
+
+def _history(prompt: str) -> list[str] | None:
+    """The user turns of a prompt that is a chat history (JSON message list), else None."""
+    text = prompt.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, list) or not all(isinstance(m, dict) and "role" in m for m in data):
+        return None
+    return [str(m.get("content") or "") for m in data if m.get("role") == "user"]
+
+
+def _keep(session: Session) -> None:
+    with _LOCK:
+        _SESSIONS[session.id] = session
+        _SESSIONS.move_to_end(session.id)
+        while len(_SESSIONS) > MAX_SESSIONS:
+            _, old = _SESSIONS.popitem(last=False)
+            old.close()
+
+
+def _find(ledger: Path, users: list[str]) -> Session | None:
+    with _LOCK:
+        return next((s for s in _SESSIONS.values() if s.ledger == ledger and s.users == users), None)
+
+
+def _session(prompt: str, vars_: dict[str, Any], plan: Any, case: Any, ledger: Path) -> tuple[Session, str]:
+    """The conversation this call continues (or a new one) and the turn to send."""
+    named = vars_.get("sessionId")
+    if named:
+        with _LOCK:
+            session = _SESSIONS.get(str(named))
+        if session is None:
+            raise ValueError(f"conversation {named} is not held by this worker (the target must run one worker)")
+        return session, prompt
+    turns = _history(prompt)
+    if turns:
+        found = _find(ledger, turns[:-1])
+        if found is not None:
+            return found, turns[-1]
+        session = Session(plan, case, ledger)
+        for earlier in turns[:-1]:  # a backtracked branch: its earlier turns again, on a fresh agent
+            session.say(earlier)
+        return session, turns[-1]
+    return Session(plan, case, ledger), prompt
+
+
+def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    vars_ = (context or {}).get("vars") or {}
+    ledger = vars_.get(LEDGER_VAR)
+    if not ledger:
+        return agent_provider.call_api(prompt, options, context)
+    try:
+        req = merged((options or {}).get("config"), vars_)
+        plan = current_plan(agent=req.agent, variant=req.variant, policy=req.policy, reference_ok=req.reference)
+        if not (req.case_file and req.case_id):
+            raise ValueError("an adaptive attack needs case_file and case_id: the case its conversation is judged by")
+        case = request_case(req, load_case(req.case_file, req.case_id, plan), prompt)
+        session, text = _session(prompt, vars_, plan, case, Path(ledger))
+    except (ValueError, KitInputError, OSError) as e:
+        return {"error": f"kit red-team target: {e}"}
+    try:
+        answer = session.say(text)
+    except Exception as e:  # the agent broke a turn: this attack's error, named
+        session.close()
+        return {"error": f"case '{case.id}': turn {len(session.users)}: {type(e).__name__}: {e}"}
+    try:
+        entry = session.judge()
+    except Exception as e:  # a trace the oracle cannot read: this attack's error
+        return {"error": f"case '{case.id}': the conversation's trace: {type(e).__name__}: {e}"}
+    _keep(session)
+    failed = sorted(entry["first_failed"].items(), key=lambda kv: kv[1])
+    out: dict[str, Any] = {
+        "output": answer,
+        "sessionId": session.id,
+        "metadata": {"kit": {"session": session.id, "turns": entry["turns"], "verdict": entry["verdict"]}},
+    }
+    if failed:
+        # The attack worked: stop the attacker spending calls on it (crescendo ends on this).
+        check, turn = failed[0]
+        out["conversationEnded"] = True
+        out["conversationEndReason"] = f"invariant {check} violated in turn {turn + 1}"
+    return out
