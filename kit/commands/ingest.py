@@ -63,17 +63,21 @@ def _evals_id() -> str | None:
 
 
 def _rules() -> Any:
-    """What a Promptfoo eval of the plan's cases ran under (kit.gate.rules), recorded with its golden runs:
-    the plan's cases (those that did not load included) and gates file. None where no cases are set up."""
+    """What a Promptfoo eval of the settings' cases ran under (kit.gate.rules), recorded with its golden runs:
+    the cases with their invariants (those that did not load included) and the gates file. The agent is not
+    loaded for it. None where no cases are set up."""
+    from kit.case import load_suite
     from kit.errors import KitInputError
     from kit.gate.policy import load_policy
     from kit.gate.rules import run_rules
-    from kit.plan import current_plan
+    from kit.plan import suite_invariants
+    from kit.settings import load_settings
 
     try:
-        plan = current_plan()
-        if not plan.cases.exists():
+        settings = load_settings()
+        if not settings.cases.exists():
             return None
-        return run_rules(plan.suite, load_policy(plan.settings.gates), origin="ingest")
+        suite = load_suite(settings.cases, suite_invariants(settings))
+        return run_rules(suite, load_policy(settings.gates), origin="ingest")
     except KitInputError:  # settings or gates that do not load: `kit gate` names them
         return None
