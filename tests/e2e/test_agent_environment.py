@@ -158,3 +158,74 @@ def test_the_red_team_reaches_an_agent_whose_model_is_on_a_non_loopback_host(tmp
         assert "Connection error" not in out and "APIConnectionError" not in out, out[-3000:]
         assert proc.returncode == 0 and "0 errors" in out, out[-3000:]
         assert len(model.requests) >= 2  # every attack reached the agent's model
+
+
+OWN_TEST = """
+import pytest
+from deepeval.metrics import BaseMetric
+
+import deepeval_metrics as kit
+
+SUITE = kit.load_cases()
+
+
+class Politeness(BaseMetric):
+    def __init__(self, threshold: float = 0.5):
+        self.threshold = threshold
+
+    def measure(self, test_case, *args, **kwargs):
+        self.score = 1.0 if "hello" in test_case.actual_output else 0.0
+        self.success = self.score >= self.threshold
+        self.reason = "greets" if self.success else "does not greet"
+        return self.score
+
+    async def a_measure(self, test_case, *args, **kwargs):
+        return self.measure(test_case)
+
+    def is_successful(self):
+        return self.success
+
+    @property
+    def __name__(self):
+        return "Politeness"
+
+
+@pytest.mark.parametrize(("case", "attempt"), kit.case_params(SUITE))
+def test_case(case, attempt):
+    log = kit.run_agent(case, attempt)
+    kit.assert_run(log, kit.oracle_metrics(case, log) + [Politeness()])
+"""
+
+
+def test_deepeval_reaches_the_agents_model_and_stores_the_users_own_metric(tmp_path: Path) -> None:
+    # `deepeval test run` typed by hand in a repository that has the kit's .env (DeepEval reads it at import).
+    with ScriptedOpenAIServer(lambda body: "hello there", host=MODEL_HOST) as model:
+        repo = _repo(tmp_path, model.base_url)
+        (repo / ".env").write_text("".join(f"{k}={v}\n" for k, v in dotenv_values().items()))
+        (repo / "tests").mkdir()
+        (repo / "tests" / "conftest.py").write_text("from deepeval_metrics.pytest_plugin import *  # noqa: F403\n")
+        (repo / "tests" / "test_desk.py").write_text(OWN_TEST)
+        env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY") and not k.startswith("KIT_")}
+        env.pop("DEEPEVAL_DISABLE_DOTENV", None)  # a user's shell: DeepEval reads .env
+        env |= {"DESK_MODEL_URL": model.base_url}
+        deepeval = Path(sys.executable).parent / "deepeval"
+        proc = subprocess.run(
+            [str(deepeval), "test", "run", "tests/test_desk.py"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        out = proc.stdout + proc.stderr
+        assert "Connection error" not in out and "APIConnectionError" not in out, out[-3000:]
+        assert proc.returncode == 0, out[-3000:]
+        assert len(model.requests) == 2
+    import duckdb
+
+    con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
+    rows = con.execute(
+        """SELECT "check", gate, outcome FROM check_results WHERE "check" = 'metric:Politeness' ORDER BY case_id"""
+    ).fetchall()
+    con.close()
+    assert rows == [("metric:Politeness", "soft", "pass")] * 2
