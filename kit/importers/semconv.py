@@ -23,6 +23,7 @@ A model's call counts as run when a tool span ran it or a later model input show
 one that never ran (held back by a confirmation guard, or the run ended) stays as `"executed": false`.
 A user message new in a model call's input starts a turn: a run of several turns carries `turn` on every
 span, and a call run later than asked (after the user confirmed) belongs to the turn it ran in.
+A run of several agents names the agent of every step and the handoffs between them (kit.importers.agents).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.errors import KitInputError
+from kit.importers.agents import SpanAgents, handoff_marker, handoffs
 from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
 from kit.importers.mcp import McpSpans
 from kit.importers.otlp import OtelSpan
@@ -595,10 +597,18 @@ def build_trace(
     if not any(k in ("llm", "tool", "agent") for _, k, _ in kinds):
         raise KitInputError(_unknown(spans, convention))
 
+    agents = SpanAgents(spans)
     history = _History()
     plan: list[tuple[str, Any]] = []  # ("llm", _Llm) | ("message", span) | ("call", _Call) | ("tool", ...)
+    owners: list[OtelSpan] = []  # the span each plan item came from (its agent is the item's)
     last_llm: _Llm | None = None
+    prev: OtelSpan | None = None
     for s, k, conv in kinds:
+        if prev is not None:
+            owners += [prev] * (len(plan) - len(owners))
+        prev = s
+        if k == "tool" and handoff_marker(s) is not None:
+            continue  # the framework's record of a handoff: an event of the run, not a call
         if k == "llm":
             x = _llm(s, conv or GENAI, notes)
             unread = _unread_content(x)
@@ -616,9 +626,13 @@ def build_trace(
             t = _tool(s, conv or GENAI)
             plan.append(("tool", (t, history.join(t))))
 
+    if prev is not None:
+        owners += [prev] * (len(plan) - len(owners))
     turn_at = _turns(plan)
     out: list[dict[str, Any]] = []
     for n, (what, item) in enumerate(plan):
+        count = len(out)
+        agent = agents.of.get(owners[n].span_id)
         if what == "llm":
             out.append(_llm_span(item))
         elif what == "message":
@@ -631,6 +645,8 @@ def build_trace(
             out.append(mcp.annotate(_tool_span(*item), item[0].span))
         else:
             continue
+        if agent is not None and len(out) > count:
+            out[-1]["agent"] = agent
         if turn_at[-1] > 0:  # one turn is the whole trace: spans without turns
             out[-1]["turn"] = turn_at[n]
 
@@ -660,10 +676,27 @@ def build_trace(
         "finish_reason": _finish(root, last_llm, final),
         "latency_ms": round((max(ends) - min(starts)) / 1e6, 3) if starts and ends else None,
         "spans": out,
+        **_agent_fields(out, agents),
         "source_format": "otel-" + "+".join(conventions) if conventions else "otel",
         "otel_trace_id": spans[0].trace_id if spans else None,
         **_session(spans),
     }
+
+
+def _agent_fields(out: list[dict[str, Any]], agents: SpanAgents) -> dict[str, Any]:
+    """The handoffs of a run of several agents; nothing for a run of one (its spans then name no agent)."""
+    named = {s.get("agent") for s in out} - {None}
+    if len(named) < 2:
+        for s in out:
+            s.pop("agent", None)  # a tree of one: the trace reads as before
+        return {}
+    first = next(s["agent"] for s in out if s.get("agent"))
+    for s in out:  # a step before any agent span (the user's first message) is the first agent's
+        if s.get("agent") is None:
+            s["agent"] = first
+        else:
+            break
+    return {"handoffs": handoffs(out, agents)}
 
 
 SESSION_ATTRS = ("gen_ai.conversation.id", "session.id")  # the GenAI conventions', OpenInference's

@@ -4,7 +4,7 @@ framework returns. Triage looks the order up and hands off; billing refunds. DES
 gets the refund tool and refunds itself before it hands off (billing then only confirms). The model is the local double at DESK_MODEL_URL, answering from
 `script` (which reads the tools each agent offers and what the conversation holds).
 
-Entry points for `kit run --agent _multiagent_desk:<name>`: agents_desk, langgraph_desk.
+Entry points for `kit run --agent _multiagent_desk:<name>`: agents_desk, langgraph_desk, pydantic_ai_desk.
 """
 
 import asyncio
@@ -54,15 +54,15 @@ def script(body: dict[str, Any]) -> dict[str, Any] | str:
         if m.get("role") == "assistant"
         for c in m.get("tool_calls") or []
     ]
-    transfer = next((t for t in tools if t and t.startswith("transfer_to_")), None)
-    if "lookup_order" not in called:
+    handoff = next((t for t in tools if t and t.startswith(("transfer_to_", "ask_"))), None)
+    if "lookup_order" in tools and "lookup_order" not in called:
         return _call("lookup_order", {"order_id": "ORD-7"})
     refund = _call("issue_refund", {"order_id": "ORD-7", "amount": 42.0})
-    if transfer and "issue_refund" in tools and "issue_refund" not in called:
+    if handoff and "issue_refund" in tools and "issue_refund" not in called:
         return refund  # the planted bug: triage has the refund tool and uses it
-    if transfer and transfer not in called:
-        return _call(transfer, {})
-    if "issue_refund" in called:
+    if handoff and handoff not in called:
+        return _call(handoff, {"request": "Refund 42.0 on ORD-7."} if handoff.startswith("ask_") else {})
+    if "issue_refund" in called or (handoff and handoff in called):
         return "Refund of 42.0 issued for ORD-7."
     if "issue_refund" in tools:
         return refund
@@ -130,3 +130,29 @@ def _langgraph() -> Any:
 def langgraph_desk(text: str) -> Any:
     """What `graph.invoke()` returns: the state dict {"messages": [...]}, each AI message named by its agent."""
     return _langgraph().invoke({"messages": [("user", text)]})
+
+
+# --- pydantic-ai: delegation ---------------------------------------------------------------------------------
+
+
+def pydantic_ai_desk(text: str, *, instrument: bool = False) -> Any:
+    """Triage delegates to billing from inside a tool (`ask_billing` runs the billing agent), as pydantic-ai's
+    docs delegate; the run's result (AgentRunResult). The delegate's steps are in the OpenTelemetry export
+    (`instrument=True`: pydantic-ai's GenAI spans, `invoke_agent` with `gen_ai.agent.name`), not in the
+    parent's messages."""
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    if instrument:
+        Agent.instrument_all(True)  # pydantic-ai's own spans, to the global tracer provider
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=_url(), api_key="offline"))
+    billing = Agent(model, name="billing", system_prompt=BILLING, tools=[issue_refund])
+
+    async def ask_billing(ctx: RunContext[None], request: str) -> str:
+        """Ask the billing desk to act on a request."""
+        return (await billing.run(request, usage=ctx.usage)).output
+
+    tools: list[Any] = [lookup_order, ask_billing] + ([issue_refund] if _bug() else [])
+    triage = Agent(model, name="triage", system_prompt=TRIAGE, tools=tools)
+    return triage.run_sync(text)

@@ -1,0 +1,166 @@
+"""Which agent made each span of an OpenTelemetry export, and the handoffs between agents.
+
+An agent is named by, on a span or its nearest ancestor that names one:
+- the GenAI conventions: `gen_ai.agent.name` (an `invoke_agent` span's, or any span's), with `gen_ai.agent.id`;
+- OpenInference: `agent.name` on an AGENT span (the OpenAI Agents SDK's instrumentation; `graph.node.parent_id`
+  names the agent that handed off to it);
+- OpenLLMetry: `traceloop.entity.name` on a span whose `traceloop.span.kind` is `agent`;
+- LangGraph (through OpenInference's LangChain instrumentation): the subgraph a node runs in, the last part of
+  its `metadata.checkpoint_ns` (`billing:<uuid>`), as `create_react_agent(name=...)` agents run as subgraphs.
+
+An agent whose spans sit inside another agent's (called as a tool, or delegated to from a tool) was called by it;
+a change of agent between siblings is a handoff. A trace whose parent links form a cycle, or whose agent
+attributes disagree (two names for one span or one agent id), is a KitInputError naming the spans.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kit.errors import KitInputError
+from kit.importers.otlp import OtelSpan
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v.strip() else None
+
+
+def _langgraph_agent(attrs: dict[str, Any]) -> str | None:
+    """The LangGraph subgraph a span runs in, from OpenInference's `metadata` (JSON text)."""
+    raw = attrs.get("metadata")
+    if not isinstance(raw, str) or "checkpoint_ns" not in raw:
+        return None
+    try:
+        meta = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    ns = meta.get("checkpoint_ns") if isinstance(meta, dict) else None
+    if not isinstance(ns, str) or not ns:
+        return None
+    return _str(ns.split("|")[-1].split(":")[0])
+
+
+def own_agent(span: OtelSpan) -> str | None:
+    """The agent a span names itself, or None; a KitInputError when its attributes name two."""
+    a = span.attrs
+    named = {
+        "gen_ai.agent.name": _str(a.get("gen_ai.agent.name")),
+        "agent.name": _str(a.get("agent.name")),
+        "traceloop.entity.name": _str(a.get("traceloop.entity.name"))
+        if str(a.get("traceloop.span.kind") or "").lower() == "agent"
+        else None,
+    }
+    found = {k: v for k, v in named.items() if v is not None}
+    if len(set(found.values())) > 1:
+        shown = ", ".join(f"{k} {v!r}" for k, v in found.items())
+        raise KitInputError(f"span {span.name!r} ({span.span_id}): its agent attributes disagree: {shown}")
+    if found:
+        return next(iter(found.values()))
+    return _langgraph_agent(a)
+
+
+def handoff_marker(span: OtelSpan) -> tuple[str, str] | None:
+    """(from, to) of a span that records a handoff and is no tool call: OpenInference's `handoff to X` TOOL
+    span of the OpenAI Agents SDK (input the agent handing off, output the one handed to)."""
+    a = span.attrs
+    if str(a.get("openinference.span.kind") or "").upper() != "TOOL" or "tool.name" in a:
+        return None
+    src, dst = _str(a.get("input.value")), _str(a.get("output.value"))
+    if src and dst and span.name == f"handoff to {dst}":
+        return src, dst
+    return None
+
+
+class SpanAgents:
+    """The agent of every span (its own, else its nearest ancestor's) and each agent's caller."""
+
+    def __init__(self, spans: list[OtelSpan]) -> None:
+        self.by_id = {s.span_id: s for s in spans}
+        self._own = {s.span_id: own_agent(s) for s in spans}
+        self._check_ids(spans)
+        self.of: dict[str, str | None] = {}
+        for s in spans:
+            self.of[s.span_id] = self._resolve(s)
+        # Each agent's caller: the agent of the nearest ancestor outside it, at its first span.
+        self.caller: dict[str, str | None] = {}
+        for s in spans:
+            name = self.of[s.span_id]
+            if name is None or name in self.caller:
+                continue
+            self.caller[name] = self._outside(s, name)
+
+    def _check_ids(self, spans: list[OtelSpan]) -> None:
+        names: dict[str, tuple[str, OtelSpan]] = {}
+        for s in spans:
+            agent_id = _str(s.attrs.get("gen_ai.agent.id"))
+            name = self._own[s.span_id]
+            if agent_id is None or name is None:
+                continue
+            seen = names.setdefault(agent_id, (name, s))
+            if seen[0] != name:
+                raise KitInputError(
+                    f"agent id {agent_id!r} is named {seen[0]!r} on span {seen[1].name!r} ({seen[1].span_id}) and "
+                    f"{name!r} on span {s.name!r} ({s.span_id}): its agent attributes disagree"
+                )
+
+    def _ancestors(self, span: OtelSpan) -> list[OtelSpan]:
+        """The span's ancestors, nearest first; a KitInputError when the parent links form a cycle."""
+        out: list[OtelSpan] = []
+        seen = {span.span_id}
+        parent = span.parent_id
+        while parent and parent in self.by_id:
+            if parent in seen:
+                cycle = [span.span_id, *(p.span_id for p in out), parent]
+                raise KitInputError(f"the spans' parent links form a cycle: {' -> '.join(cycle)}")
+            seen.add(parent)
+            node = self.by_id[parent]
+            out.append(node)
+            parent = node.parent_id
+        return out
+
+    def _resolve(self, span: OtelSpan) -> str | None:
+        own = self._own[span.span_id]
+        if own is not None:
+            return own
+        for a in self._ancestors(span):
+            if self._own[a.span_id] is not None:
+                return self._own[a.span_id]
+        return None
+
+    def _outside(self, span: OtelSpan, name: str) -> str | None:
+        for a in self._ancestors(span):
+            other = self.of.get(a.span_id)
+            if other is not None and other != name:
+                return other
+        return None
+
+    def within(self, inner: str, outer: str) -> bool:
+        """Whether agent `inner` was called from inside agent `outer` (at any depth)."""
+        seen: set[str] = set()
+        name: str | None = inner
+        while name is not None and name not in seen:
+            seen.add(name)
+            name = self.caller.get(name)
+            if name == outer:
+                return True
+        return False
+
+
+def handoffs(out: list[dict[str, Any]], agents: SpanAgents) -> list[dict[str, Any]]:
+    """The handoff events of a run, from the agent of each of its spans in order: a change to an agent called
+    from inside the one before is `via: tool`; a change back to a caller is its return, no event; any other
+    change is a handoff."""
+    events: list[dict[str, Any]] = []
+    current: str | None = None
+    for i, span in enumerate(out):
+        who = span.get("agent")
+        if who is None:
+            continue
+        if current is not None and who != current:
+            if agents.within(who, current):
+                events.append({"from": current, "to": who, "via": "tool", "at": i})
+            elif not agents.within(current, who):
+                events.append({"from": current, "to": who, "via": "handoff", "at": i})
+        current = who
+    return events
