@@ -90,7 +90,17 @@ def _price_value(v: Any) -> Any:
     return v
 
 
+def _not_folder(v: Any) -> Any:
+    # A file the kit reads or writes (a store, a policy, a corpus): a folder there is a slip, named here.
+    v = _path_value(v)
+    if isinstance(v, str | Path) and str(v) != "generic" and Path(v).is_dir():
+        raise ValueError(f"{v}: is a folder, not a file")
+    return v
+
+
 SettingPath = Annotated[Path, BeforeValidator(_path_value)]
+# A file, which need not exist yet (a store to create, a gates file whose absence means the defaults).
+SettingFilePath = Annotated[Path, BeforeValidator(_not_folder)]
 SettingFolder = Annotated[Path, BeforeValidator(_folder_value)]
 SettingFile = Annotated[Path, BeforeValidator(_file_value)]
 Price = Annotated[
@@ -132,8 +142,8 @@ class UserSettings(_Frozen):
 
 class RedteamSettings(_Frozen):
     purpose: str | None = None
-    corpus: SettingPath = Path("redteam/attacks.yaml")
-    invariants: SettingPath | None = None
+    corpus: SettingFilePath = Path("redteam/attacks.yaml")
+    invariants: SettingFilePath | None = None
     # An attacker model (a Promptfoo provider id, `openai:chat:<model>`): the red team also runs Promptfoo's
     # adaptive strategies, aimed at the suite's invariants (kit_promptfoo.redteam.goals). Unset: static only.
     attacker: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
@@ -144,10 +154,10 @@ class RedteamSettings(_Frozen):
 class Settings(_Frozen):
     agent: str | None = None
     cases: SettingPath = Path("golden")
-    invariants: SettingPath | None = None
-    rubrics: SettingPath = Path("golden/rubrics.yaml")
-    gates: SettingPath = Path("gates.yaml")
-    store: SettingPath = Path(".kit/evals.duckdb")
+    invariants: SettingFilePath | None = None
+    rubrics: SettingFilePath = Path("golden/rubrics.yaml")
+    gates: SettingFilePath = Path("gates.yaml")
+    store: SettingFilePath = Path(".kit/evals.duckdb")
     variant: str | None = None
     agent_policy: Literal["deterministic", "model"] = "deterministic"
     agent_timeout: float = Field(default=60.0, gt=0, le=MAX_AGENT_TIMEOUT, allow_inf_nan=False)
@@ -181,7 +191,7 @@ class Settings(_Frozen):
     evals_id: Annotated[str | None, BeforeValidator(_run_id_value)] = None
     # A recorded-runs file (kit.runner.recorded): DeepEval and Promptfoo judge these runs instead of calling
     # the agent again (`make evals` sets it from its kit stage: run once, judge everywhere).
-    replay_runs: Path | None = None
+    replay_runs: SettingFilePath | None = None
     judge: JudgeSettings = JudgeSettings()
     user: UserSettings = UserSettings()
     redteam: RedteamSettings = RedteamSettings()

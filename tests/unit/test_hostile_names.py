@@ -177,6 +177,6 @@ def test_a_run_id_that_is_a_path_never_names_a_shard_file(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("KIT_RUN_ID", raising=False)
     assert kit(["run", "--cases", "c.yaml", "--shard", "1/2", "--run-id", "../../x", "-q"]) == 2
-    assert "setting run_id: a run id has an empty, '.' or '..' path part" in capsys.readouterr().err
+    assert "setting --run-id (run_id): a run id has an empty, '.' or '..' path part" in capsys.readouterr().err
     # `.kit/shards/../../x-1-of-2` is the project folder itself: nothing may land there or above it.
     assert not [p for folder in (tmp_path, tmp_path.parent) for p in folder.glob("x-1-of-2*")]

@@ -240,3 +240,13 @@ def test_no_kit_variable_is_read_outside_the_settings() -> None:
                 if literal.search(line) or (by_name is not None and by_name.search(line)):
                     found.append(f"{rel}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "var", ["KIT_STORE", "KIT_GATES", "KIT_RUBRICS", "KIT_INVARIANTS", "KIT_REPLAY_RUNS", "KIT_REDTEAM_CORPUS"]
+)
+def test_a_file_setting_naming_a_folder_is_refused_by_name(tmp_path: Path, var: str) -> None:
+    with pytest.raises(KitInputError, match=rf"setting {var} \(.*\): {tmp_path}: is a folder, not a file"):
+        load_settings(root=tmp_path, env={var: str(tmp_path)})
+    # A file that does not exist yet is no error here: a store is created, a missing gates file is the defaults.
+    assert load_settings(root=tmp_path, env={var: str(tmp_path / "later.yaml")})
