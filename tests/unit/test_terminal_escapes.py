@@ -5,11 +5,14 @@ tool's name or a tool's error is shown as its escape by `kit run`, `kit report`,
 from __future__ import annotations
 
 import sys
+import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kit.cli import main as kit
-from kit.names import terminal
+from kit.names import printable, terminal
 
 AGENT = r"""
 def agent(text, case):
@@ -81,3 +84,17 @@ def test_terminal_keeps_the_kits_own_line_breaks_and_escapes_the_rest():
     assert terminal("x\x1b[31mred\r") == "x\\x1b[31mred\\r"
     assert terminal("left\u202eright") == "left\\u202eright"
     assert terminal(terminal("\x1b")) == terminal("\x1b")  # idempotent: printing twice is safe
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_no_text_gets_a_control_character_through(text):
+    """Whatever a trace holds: `terminal` keeps exactly the kit's line breaks and lets no other control,
+    separator or bidi character through; `printable` (a gate line, a reason) is always one line."""
+    shown = terminal(text)
+    assert shown.count("\n") == text.count("\n")
+    bad = {"Cc", "Cs", "Zl", "Zp"}
+    assert all(unicodedata.category(ch) not in bad or ch == "\n" for ch in shown), repr(shown)
+    assert not any(0x202A <= ord(ch) <= 0x202E or 0x2066 <= ord(ch) <= 0x2069 for ch in shown)
+    assert len(printable(text).splitlines() or [""]) == 1
+    assert terminal(shown) == shown
