@@ -7,6 +7,7 @@ import time
 import pytest
 from _oracle import make_case, make_trace, run1
 
+from kit.errors import KitInputError
 from kit.evaluate import evaluate
 
 STATE = make_trace(end_state={"refunds": [{"order_id": "ORD-1", "amount": 5.0}]})
@@ -45,8 +46,9 @@ def test_end_state_sql_cannot_reopen_the_door():
 def test_end_state_reads_only_the_trace_tables():
     ok = run1(STATE, {"type": "end_state", "query": "SELECT order_id, amount FROM refunds", "expected": [["ORD-1", 5]]})
     assert ok.passed
-    r = run1(STATE, {"type": "end_state", "query": "SELECT * FROM duckdb_settings() WHERE name = 'x'", "empty": True})
-    assert r.passed  # catalogue functions are harmless: they see only this throwaway database
+    # DuckDB's catalogue (its settings, secrets, extensions) is not the end state: refused when the case loads.
+    with pytest.raises(KitInputError, match="query uses duckdb_settings"):
+        run1(STATE, {"type": "end_state", "query": "SELECT * FROM duckdb_settings() WHERE name = 'x'", "empty": True})
 
 
 def test_catastrophic_regex_is_bounded_and_is_an_error():
