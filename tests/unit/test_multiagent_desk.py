@@ -100,3 +100,13 @@ def test_the_desk_live_through_promptfoos_provider(desk: str, bug: bool, model_u
     kit = r["metadata"]["kit"]
     failed = {c["check"]: c["reason"] for c in kit["verdict"]["checks"] if c["outcome"] != "pass"}
     assert failed == (BUG if bug else {})
+
+
+def test_kit_check_names_the_failing_agent(capsys: Any) -> None:
+    from kit.cli import main as kit
+
+    code = kit(["check", str(FIXTURES / "agents_desk-bug.json"), "--cases", str(CASES)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "fail: not_called:issue_refund@agent:triage: agent triage: forbidden issue_refund was called 1 time" in out
+    assert kit(["check", str(FIXTURES / "langgraph_desk.json"), "--cases", str(CASES)]) == 0

@@ -1,0 +1,78 @@
+"""The HTML report of a run of several agents, in a real headless Chromium: the agent tree, each call under
+its agent, and the agent a failed scoped check names marked failing (the desk's recorded run with the bug)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kit.case import load_suite
+from kit.cli import main as kit
+from kit.evaluate import evaluate
+from kit.store import open_store
+from kit.trace import parse_trace
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "multiagent"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--proxy-server=127.0.0.1:9",
+]
+PROBE = """<script>
+(function () {
+  document.querySelector('#case-body tr.row').click();
+  var text = function (sel) { return Array.prototype.map.call(document.querySelectorAll(sel), function (e) {
+    return e.textContent.replace(/\\s+/g, ' ').trim(); }); };
+  var out = {agents: text('.agents .agent'), bad: text('.agents .agent.bad'), handoffs: text('.agents > .via'),
+             blocks: Array.prototype.map.call(document.querySelectorAll('.byagent'), function (b) {
+               return [b.querySelector('.ah').textContent, b.classList.contains('bad'),
+                       Array.prototype.map.call(b.querySelectorAll('.tool .name'), function (n) { return n.textContent; })];
+             })};
+  var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script></body>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_the_report_shows_the_agent_tree_and_marks_the_failing_agent(tmp_path: Path) -> None:
+    case = load_suite(FIXTURES / "desk.yaml").cases[0]
+    store = open_store(tmp_path / "evals.duckdb")
+    run_id = store.start_run("kit", agent="_multiagent_desk:agents_desk", model="desk-model")
+    trace = parse_trace(json.loads((FIXTURES / "agents_desk-bug.json").read_text()))
+    store.record(run_id, evaluate(trace, case), trace)
+    store.finish_run(run_id)
+    out = tmp_path / "report.html"
+    assert kit(["report", "--store", str(store.path), "--run", run_id, "--html", str(out)]) == 0
+    probed = tmp_path / "probed.html"
+    probed.write_text(out.read_text().replace("</body>", PROBE, 1))
+    dom = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probed.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
+    assert found, dom.stdout[-3000:]
+    seen = json.loads(found.group(1).replace("&quot;", '"').replace("&gt;", ">").replace("&amp;", "&"))
+    assert seen["agents"] == ["triagefailing", "↳ billing (handoff from triage)"]
+    assert seen["bad"] == ["triagefailing"]
+    assert seen["handoffs"] == ["handoff: triage → billing (handoff, after step 7)"]
+    assert seen["blocks"] == [
+        ["agent triagefailing", True, ["lookup_order", "issue_refund", "transfer_to_billing"]],
+        ["agent billing", False, []],
+    ]
