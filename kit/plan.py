@@ -303,10 +303,7 @@ def plan_from_document(
     cassettes, kind and cases. Its secrets come from the variables the document names (default: this
     process's environment). A case file that changed since the plan was made is an error naming it: a
     subprocess never runs other cases than the plan's."""
-    settings_doc = json.loads(json.dumps(doc["settings"]))  # our own copy to put the secrets in
-    for path, value in secrets_from_env(env).items():
-        _put(settings_doc, path, value)
-    settings = _validated(settings_doc, where=where)
+    settings = _document_settings(doc, env, where)
     kind = doc.get("kind") or "golden"
     if kind not in _KINDS:
         raise KitInputError(f"{PLAN_ENV}: unknown run kind {kind!r}", file=where)
@@ -330,6 +327,24 @@ def plan_from_document(
                 file=str(entry["path"]),
             )
     return plan
+
+
+def _document_settings(doc: Mapping[str, Any], env: Mapping[str, str] | None, where: str) -> Settings:
+    """A document's settings, with the secrets it names taken from the environment."""
+    settings_doc = json.loads(json.dumps(doc["settings"]))  # our own copy to put the secrets in
+    for path, value in secrets_from_env(env).items():
+        _put(settings_doc, path, value)
+    return _validated(settings_doc, where=where)
+
+
+def current_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings this process runs under, without loading its agent (a store hook's `kit ingest`): the
+    plan document's (KIT_PLAN) when set, else load_settings()."""
+    env = os.environ if env is None else env
+    named = (env.get(PLAN_ENV) or "").strip()
+    if not named:
+        return load_settings(env=env)
+    return _document_settings(read_document(named), env, named)
 
 
 def current_plan(

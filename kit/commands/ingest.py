@@ -52,12 +52,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _evals_id() -> str | None:
-    """The plan's evals id (kit.plan.current_plan: the `make evals` whose document this process runs under)."""
+    """The plan's evals id (the `make evals` whose document this process runs under), the agent not loaded."""
     from kit.errors import KitInputError
-    from kit.plan import current_plan
+    from kit.plan import current_settings
 
     try:
-        return current_plan().evals_id
+        return current_settings().evals_id
     except KitInputError:  # settings that do not load: `kit gate` names them; the results are stored all the same
         return None
 

@@ -58,10 +58,10 @@ def _messages(prompt: str) -> list[dict[str, Any]]:
 
 
 def _ask_judge(prompt: str) -> dict[str, Any] | None:
-    """The kit's judge's answer to a grader's request, or None when no judge is configured."""
-    from kit.judge import judge_config
+    """The kit's judge's answer to a grader's request, or None when the plan has no judge."""
+    from kit.plan import current_plan
 
-    cfg = judge_config()
+    cfg = current_plan().judge
     if cfg is None:
         return None
     if cfg.provider not in ("openai-compatible", "openai"):

@@ -7,18 +7,17 @@ scripted conversations), so the store keeps one case per attack and strategy. An
 model wrote it) is `redteam/<plugin>-<digest of its text>/<strategy>`: its real plugin, never "unknown".
 
 Every red-team plugin attaches its own LLM-graded assertion (`promptfoo:redteam:<plugin>`). With no judge
-model configured (KIT_JUDGE_MODEL unset) those assertions cannot be graded offline: this hook removes them
-from each test and lists them in the test's `metadata.kitNotGraded`, which the oracle assertion reports as
-"not graded" - never as a pass. Pass and fail then rest on the oracle's invariants alone. With a judge
-configured the graders stay: Promptfoo sends their requests to `redteam.provider` (redteam/generator.py),
-which forwards them to the kit's one judge.
+model in the plan (no `[tool.kit.judge] model`, KIT_JUDGE_MODEL) those assertions cannot be graded
+offline: this hook removes them from each test and lists them in the test's `metadata.kitNotGraded`, which
+the oracle assertion reports as "not graded" - never as a pass. Pass and fail then rest on the oracle's
+invariants alone. With a judge configured the graders stay: Promptfoo sends their requests to
+`redteam.provider` (redteam/generator.py), which forwards them to the kit's one judge.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import uuid
 from pathlib import Path
@@ -30,7 +29,11 @@ PREFIX = "promptfoo:redteam:"
 
 
 def judge_configured() -> bool:
-    return bool(os.environ.get("KIT_JUDGE_MODEL"))
+    """The plan has a judge (kit.plan: `plan.judge`, from the document `make evals` hands over, else the
+    settings), never a second reading of the judge's variables here."""
+    from kit.plan import current_plan
+
+    return current_plan().judge is not None
 
 
 def strip_graders(test: dict[str, Any]) -> dict[str, Any]:

@@ -143,3 +143,33 @@ def test_documents_nobody_used_for_a_week_are_removed(tmp_path: Path) -> None:
     os.utime(old, (week_ago, week_ago))
     Path(plan.derive(evals_id="evals-2").env()[PLAN_ENV])  # another plan's document prunes the unused one
     assert not old.exists()
+
+
+def test_current_settings_read_the_document_without_loading_the_agent(tmp_path: Path) -> None:
+    from kit.plan import current_settings
+
+    agent = tmp_path / "agent_never_imported.py"
+    agent.write_text("raise SystemExit('imported')\n")
+    settings = _settings(tmp_path, KIT_EVALS_ID="evals-9").model_copy(
+        update={"agent": "agent_never_imported:run", "project_file": None}
+    )
+    doc = {**make_plan(_settings(tmp_path)).document(), "settings": settings.model_dump(mode="json")}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    got = current_settings(env={PLAN_ENV: str(path)})
+    assert got.evals_id == "evals-9" and got.agent == "agent_never_imported:run"
+
+
+def test_the_red_teams_hook_asks_the_plan_whether_there_is_a_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kit_promptfoo.redteam.hooks import judge_configured
+
+    judged = _settings(tmp_path, KIT_JUDGE_MODEL="judge-2025-01-01", KIT_JUDGE_BASE_URL="http://127.0.0.1:9/v1")
+    for var in [v for v in os.environ if v.startswith("KIT_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv(PLAN_ENV, make_plan(judged).env()[PLAN_ENV])
+    assert judge_configured()  # the document alone says so: no KIT_JUDGE_MODEL in this environment
+    monkeypatch.setenv(PLAN_ENV, make_plan(_settings(tmp_path)).env()[PLAN_ENV])
+    monkeypatch.setenv("KIT_JUDGE_MODEL", "ignored-2025-01-01")  # the document wins over a stray variable
+    assert not judge_configured()
