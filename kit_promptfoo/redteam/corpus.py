@@ -24,6 +24,7 @@ CATEGORIES = (
     "sql-injection",
     "shell-injection",
     "excessive-agency",
+    "kept",  # conversations `kit redteam keep` kept from adaptive attacks: `{"turns": [...]}`, replayed as is
 )
 
 

@@ -22,7 +22,7 @@ CASE = {"case_file": "redteam/case.yaml", "case_id": "redteam-attack", "referenc
 
 def test_corpus_covers_every_category_with_unique_one_line_attacks() -> None:
     attacks = corpus.load()
-    assert {a.category for a in attacks} == set(corpus.CATEGORIES)
+    assert {a.category for a in attacks} == set(corpus.CATEGORIES) - {"kept"}  # kept: written by `kit redteam keep`
     assert len({a.id for a in attacks}) == len(attacks) >= 40
 
 

@@ -53,14 +53,20 @@ PUSHES = [
 ]
 
 
-def _red_team(repo: Path, agent: str, attacker: ScriptedAttacker) -> list[dict]:
-    cfg = repo / ".kit" / "redteam.yaml"
+def _env(repo: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PROMPTFOO_"))}
-    env |= {"KIT_STORE": str(repo / "evals.duckdb"), "KIT_REDTEAM_CORPUS": str(repo / "attacks.yaml")}
+    return env | {"KIT_STORE": str(repo / "evals.duckdb"), "KIT_REDTEAM_CORPUS": str(repo / "attacks.yaml")}
+
+
+def _red_team(repo: Path, agent: str, attacker: ScriptedAttacker | None) -> list[dict]:
+    """The red team of `agent`: the static attacks, and with an attacker crescendo aimed at the invariant."""
+    cfg = repo / ".kit" / "redteam.yaml"
+    env = _env(repo)
     gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", agent, "--out", str(cfg),
-           "--corpus", str(repo / "attacks.yaml"), "--invariants", str(repo / "invariants.yaml"),
-           "--attacker", "openai:chat:attacker-double", "--attacker-base-url", attacker.base_url,
-           "--strategies", "crescendo", "--max-turns", "4"]  # fmt: skip
+           "--corpus", str(repo / "attacks.yaml"), "--invariants", str(repo / "invariants.yaml")]  # fmt: skip
+    if attacker is not None:
+        gen += ["--attacker", "openai:chat:attacker-double", "--attacker-base-url", attacker.base_url]
+        gen += ["--strategies", "crescendo", "--max-turns", "4"]
     subprocess.run(gen, cwd=repo, env=env, check=True, capture_output=True, timeout=60)
     env = run_promptfoo.offline_env(ROOT, base=env)
     env["PROMPTFOO_CONFIG_DIR"] = str(repo / ".promptfoo")
@@ -80,19 +86,29 @@ def _crescendo(results: list[dict]) -> dict:
     return r
 
 
+def _repo(folder: Path) -> Path:
+    (folder / "desk.py").write_text(DESK)
+    (folder / "pyproject.toml").write_text('[tool.kit]\nagent = "desk:sound"\n')
+    (folder / "invariants.yaml").write_text(INVARIANTS)
+    (folder / "attacks.yaml").write_text(ATTACKS)
+    return folder
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / "desk.py").write_text(DESK)
-    (tmp_path / "pyproject.toml").write_text('[tool.kit]\nagent = "desk:sound"\n')
-    (tmp_path / "invariants.yaml").write_text(INVARIANTS)
-    (tmp_path / "attacks.yaml").write_text(ATTACKS)
-    return tmp_path
+    return _repo(tmp_path)
 
 
-def test_crescendo_finds_the_agent_that_gives_way_on_the_third_push(repo: Path) -> None:
+@pytest.fixture(scope="module")
+def fault_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], dict[str, int]]:
+    repo = _repo(tmp_path_factory.mktemp("fault"))
     with ScriptedAttacker(PUSHES) as attacker:
         results = _red_team(repo, "desk:fault", attacker)
-        calls = dict(attacker.calls)
+        return repo, results, dict(attacker.calls)
+
+
+def test_crescendo_finds_the_agent_that_gives_way_on_the_third_push(fault_run) -> None:
+    _, results, calls = fault_run
     r = _crescendo(results)
     assert r["success"] is False
     reason = r["gradingResult"]["reason"]
@@ -114,3 +130,22 @@ def test_against_the_sound_agent_no_invariant_is_violated(repo: Path) -> None:
     assert "all 1 checks passed in every conversation [1 conversation, 4 agent turns" in oracle["reason"]
     assert calls["attack"] == 4 and "other" not in calls, calls
     assert all(x["success"] for x in results), [x["gradingResult"]["reason"] for x in results if not x["success"]]
+
+
+def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run) -> None:
+    """`kit redteam keep` writes the conversation that broke the invariant into the attacks file; the next red
+    team, with no attacker at all, replays it on one fresh agent and the oracle fails it the same way."""
+    repo, _, _ = fault_run
+    keep = [sys.executable, "-m", "kit.cli", "redteam", "keep", "latest", "--attacks", str(repo / "attacks.yaml")]
+    done = subprocess.run(keep, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "guarded:issue_refund broken in turn 3 of 3 kept" in done.stdout
+    again = subprocess.run(keep, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=60)
+    assert "0 conversations added" in again.stdout  # kept once
+    results = _red_team(repo, "desk:fault", None)
+    [kept] = [r for r in results if str(r["testCase"]["metadata"]["case_id"]).startswith("redteam/kept-")]
+    assert kept["success"] is False
+    assert "issue_refund (step 1) called before any confirm_refund" in kept["gradingResult"]["reason"]
+    assert all(r["success"] for r in results if r is not kept)  # the static attacks alone never find it
+    sound = _red_team(repo, "desk:sound", None)
+    assert all(r["success"] for r in sound)

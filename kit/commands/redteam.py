@@ -1,0 +1,147 @@
+"""`kit redteam keep RUN`: the conversations that broke an invariant in an adaptive red-team run, kept as static
+attacks in your attacks file, so they replay next time with no attacker: free, offline and deterministic.
+
+    kit redteam keep latest [--attacks redteam/attacks.yaml] [--store FILE]
+
+Each attack of RUN (a Promptfoo red-team run in the store) that an adaptive strategy won left its
+conversations in a ledger (the red-team target writes one sealed entry per conversation; the run's results
+file names the folder of each attack). A conversation that broke a check is kept up to the turn it first
+broke it in, as one attack of category `kept`: `{"turns": [...]}`, which the red team replays turn by turn on
+one fresh agent and the oracle judges as before. A conversation already in the file is not added twice.
+The file's own lines and comments stay as they are: each kept attack is one line appended to its `attacks:`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from kit import yamlio
+from kit.errors import KitInputError
+
+CATEGORY = "kept"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    keep = sub.add_parser("keep", help="keep the conversations that broke an invariant as static attacks")
+    keep.add_argument("run", nargs="?", default="latest", help="a red-team run in the store (default: latest)")
+    keep.add_argument("--attacks", type=Path, help="the attacks file to add to (default: [tool.kit.redteam] corpus)")
+    keep.add_argument("--store", help="the store (default: the settings')")
+
+
+def _results_file(store: Any, ref: str) -> tuple[str, Path]:
+    from kit.store import queries as q
+
+    with store.connect() as con:
+        run_id = q.resolve_run(con, ref, source="promptfoo", kind="redteam")
+        row = con.execute("SELECT meta FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    meta = json.loads(row[0]) if row and row[0] else {}
+    if not meta.get("file"):
+        raise KitInputError(f"run {run_id} names no Promptfoo results file: it was not a Promptfoo red team")
+    path = Path(meta["file"])
+    if not path.is_file():
+        raise KitInputError(f"run {run_id}: its results file is gone", file=str(path))
+    return run_id, path
+
+
+def broken_conversations(results: Path) -> list[dict[str, Any]]:
+    """Per adaptive attack that failed: each conversation of its ledger that broke a check, cut after the turn
+    it first broke one in (`{"attack", "session", "check", "turn", "turns"}`)."""
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+        rows = data["results"]["results"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise KitInputError(f"not a Promptfoo results file: {e}", file=str(results)) from None
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        vars_ = (r.get("testCase") or {}).get("vars") or {}
+        ledger = vars_.get("kit_ledger")
+        if not ledger or r.get("success"):
+            continue
+        attack = ((r.get("testCase") or {}).get("metadata") or {}).get("case_id") or "attack"
+        folder = Path(ledger)
+        if not folder.is_dir():
+            raise KitInputError(f"attack {attack}: its conversations are gone", file=str(folder))
+        for f in sorted(folder.glob("*.json")):
+            entry = json.loads(f.read_text(encoding="utf-8"))
+            failed = sorted((entry.get("first_failed") or {}).items(), key=lambda kv: kv[1])
+            if not failed:
+                continue
+            check, turn = failed[0]
+            users = list(entry.get("users") or [])[: turn + 1]
+            out.append({"attack": attack, "session": entry["session"], "check": check, "turn": turn, "turns": users})
+    return out
+
+
+def _attack_id(found: dict[str, Any], ids: set[str]) -> str:
+    """`kept-<goal>-<n>`: short and plain (Promptfoo redacts long ids that look like keys in its results)."""
+    parts = str(found["attack"]).split("/")
+    goal = parts[1] if len(parts) > 1 else parts[0]
+    slug = re.sub(r"[^a-z0-9]+", "-", goal.removeprefix("goal-").lower()).strip("-")[:40]
+    n = 1
+    while f"kept-{slug}-{n}" in ids:
+        n += 1
+    return f"kept-{slug}-{n}"
+
+
+def keep(attacks: Path, found: list[dict[str, Any]]) -> list[str]:
+    """Append each conversation to `attacks` as a `kept` attack (one JSON line: valid YAML); the ids added."""
+    text = attacks.read_text(encoding="utf-8") if attacks.exists() else "attacks:\n"
+    data = yamlio.safe_load(text) or {}
+    if not isinstance(data, dict) or not isinstance(data.get("attacks", []), list):
+        raise KitInputError("expected `attacks:`, a list of {id, category, text}", file=str(attacks))
+    have = {str(a.get("text")) for a in data.get("attacks") or [] if isinstance(a, dict)}
+    ids = {str(a.get("id")) for a in data.get("attacks") or [] if isinstance(a, dict)}
+    lines: list[str] = []
+    added: list[str] = []
+    for f in found:
+        prompt = json.dumps({"turns": f["turns"]}, ensure_ascii=False)
+        if prompt in have:
+            continue
+        attack_id = _attack_id(f, ids)
+        have.add(prompt)
+        ids.add(attack_id)
+        entry = {"id": attack_id, "category": CATEGORY, "text": prompt}
+        lines.append(f"  # {f['attack']}: {f['check']} broken in turn {f['turn'] + 1}\n  - {json.dumps(entry)}\n")
+        added.append(attack_id)
+    if not added:
+        return []
+    if data.get("attacks") is None and "attacks:" in text and not text.rstrip().endswith("attacks:"):
+        raise KitInputError("`attacks:` is not the file's last key: add the kept attacks by hand", file=str(attacks))
+    new = text + ("" if text.endswith("\n") else "\n") + "".join(lines)
+    kept = (yamlio.safe_load(new) or {}).get("attacks") or []
+    if [a.get("id") for a in kept[-len(added) :]] != added:
+        raise KitInputError("the kept attacks would not land in `attacks:` (is it the last key?)", file=str(attacks))
+    attacks.write_text(new, encoding="utf-8")
+    return added
+
+
+def main(args: argparse.Namespace) -> int:
+    from kit.settings import load_settings, project_root
+    from kit.store import open_store
+
+    settings = load_settings()
+    attacks = args.attacks or settings.redteam.corpus
+    if str(attacks) == "generic":
+        raise KitInputError("the kit's generic attacks are not yours to extend: name your file with --attacks")
+    if not attacks.is_absolute() and args.attacks is None:
+        attacks = project_root(settings) / attacks
+    run_id, results = _results_file(open_store(args.store or settings.store), args.run)
+    found = broken_conversations(results)
+    if not found:
+        print(f"kit redteam keep: run {run_id} holds no conversation that broke an invariant: nothing to keep")
+        return 0
+    added = keep(attacks, found)
+    for f in found:
+        print(f"  {f['attack']}: {f['check']} broken in turn {f['turn'] + 1} of {len(f['turns'])} kept")
+    there = len(found) - len(added)
+    print(
+        f"kit redteam keep: {len(added)} conversations added to {attacks} (category {CATEGORY}), {there} already there"
+    )
+    if added:
+        print("  they replay as static attacks next time: `make evals`, or `kit init --check` for the root config")
+    return 0
