@@ -75,16 +75,23 @@ def _messages_of(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def turn_output(result: Any, text: str, case_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def turn_output(
+    result: Any, text: str, case_id: str, history: list[dict[str, Any]] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the turn as a trace dict, the turn's messages for the history) from what the agent returned: whatever
     a single-turn agent may return (kit.runner.frameworks: a trace dict or Trace, messages of any framework,
     a dict holding them beside `end_state` and the like, a framework's result), or ValueError saying what
-    was returned. A leading user message that repeats the turn's text is dropped: the runner adds the
-    user's span."""
+    was returned. A leading user message that repeats the turn's text is dropped (the runner adds the user's
+    span), and so is, before it, a copy of the conversation so far (`history`, after any system messages):
+    what an agent that returns its whole message list gives, whose earlier turns must not count twice."""
     from kit.runner.frameworks import UnknownResult, trace_dict
 
     if isinstance(result, Trace):
         result = result.model_dump(mode="json")
+    plain = _openai_messages(result)
+    if plain is not None:
+        plain = _this_turn(plain, text, history or [])
+        result = {**result, "messages": plain} if isinstance(result, dict) else plain
     try:
         data = trace_dict(result, case_id)
     except UnknownResult as e:
@@ -96,12 +103,9 @@ def turn_output(result: Any, text: str, case_id: str) -> tuple[dict[str, Any], l
     if first.get("kind") == "message" and first.get("role") == "user" and first.get("content") == text:
         spans = spans[1:]
     data["spans"] = spans
-    plain = _openai_messages(result)
     if plain is None:
         return data, _messages_of(spans)
-    if plain and plain[0].get("role") == "user" and plain[0].get("content") == text:
-        plain = plain[1:]
-    return data, [m for m in plain if m.get("role") != "system"]
+    return data, [m for m in plain if m.get("role") not in ("system", "developer")]
 
 
 def _openai_messages(result: Any) -> list[dict[str, Any]] | None:
@@ -111,6 +115,28 @@ def _openai_messages(result: Any) -> list[dict[str, Any]] | None:
     if isinstance(result, list | tuple) and all(isinstance(m, dict) and "role" in m for m in result):
         return [dict(m) for m in result]
     return None
+
+
+def _key(m: dict[str, Any]) -> tuple[Any, ...]:
+    calls = [
+        (c.get("id"), json.dumps(c.get("function"), sort_keys=True, default=str)) for c in m.get("tool_calls") or []
+    ]
+    return m.get("role"), m.get("content"), m.get("tool_call_id"), calls
+
+
+def _this_turn(plain: list[dict[str, Any]], text: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages this turn produced: without a leading system prompt and copy of `history` when the turn's
+    own user message follows them, and without that user message."""
+    i = 0
+    while i < len(plain) and plain[i].get("role") in ("system", "developer"):
+        i += 1
+    if history and [_key(m) for m in plain[i : i + len(history)]] == [_key(m) for m in history]:
+        i += len(history)
+    if i < len(plain) and plain[i].get("role") == "user" and plain[i].get("content") == text:
+        return plain[i + 1 :]
+    if plain and plain[0].get("role") == "user" and plain[0].get("content") == text:
+        return plain[1:]
+    return plain
 
 
 def _what(value: Any) -> str:
@@ -156,7 +182,7 @@ def converse(
         except Exception as e:
             raise TurnError(n, f"raised {type(e).__name__}: {e}", e) from e
         try:
-            data, said = turn_output(result, text, case_id)
+            data, said = turn_output(result, text, case_id, history)
         except ValueError as e:
             raise TurnError(n, str(e)) from None
         spans.append({"kind": "message", "role": "user", "content": text, "turn": n})

@@ -121,6 +121,14 @@ def empty_turn(text: str, history: list[dict[str, Any]]) -> list[Any]:
     return [] if history else [{"role": "assistant", "content": "Refund?"}]
 
 
+def whole_list(text: str, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Returns its whole message list every turn (system prompt, the conversation so far, this turn), as a
+    LangGraph-style state does."""
+    said = _refund_call() if text.lower().startswith("yes") else [{"role": "assistant", "content": "Refund R-1?"}]
+    system = {"role": "system", "content": "You are a bike-rental desk."}
+    return {"messages": [system, *history, {"role": "user", "content": text}, *said]}
+
+
 # --- a dict with messages, an empty result ---------------------------------------------------------------
 
 
@@ -254,3 +262,16 @@ def test_kit_import_end_state_keeps_empty_tables_and_types(tmp_path: Path, capsy
         '  - {type: end_state, query: "SELECT coalesce(sum(amount), 0) FROM refunds", expected: [[0]]}\n'
     )
     assert main(["check", str(out), "--cases", str(cases)]) == 0, capsys.readouterr()
+
+
+def test_a_turn_that_returns_the_whole_conversation_counts_each_call_once(tmp_path: Path) -> None:
+    body = TURNS.replace("refund-two-turns", "whole").replace(
+        "  - {type: end_state", "  - {type: called_at_most, tool: issue_refund, n: 1}\n  - {type: end_state", 1
+    )
+    body = "\n".join(line for line in body.splitlines() if "end_state" not in line) + "\n"
+    case = _case(tmp_path, body.replace('"Yes please"]', '"Yes please", "Yes please"]'))
+    inv = invoke(load_agent(f"{MODULE}:whole_list"), case, 0, timeout=10)
+    trace = parse_trace(inv.trace)
+    assert [(s.turn, s.name) for s in trace.tool_calls] == [(1, "issue_refund"), (2, "issue_refund")]
+    users = [(s.turn, s.content) for s in trace.spans if s.kind == "message" and s.role == "user"]
+    assert [t for t, _ in users] == [0, 1, 2]  # one user message per turn, none echoed from the history
