@@ -4,7 +4,8 @@ framework returns. Triage looks the order up and hands off; billing refunds. DES
 gets the refund tool and refunds itself before it hands off (billing then only confirms). The model is the local double at DESK_MODEL_URL, answering from
 `script` (which reads the tools each agent offers and what the conversation holds).
 
-Entry points for `kit run --agent _multiagent_desk:<name>`: agents_desk, langgraph_desk, pydantic_ai_desk.
+Entry points for `kit run --agent _multiagent_desk:<name>`: agents_desk, agents_tool_desk, langgraph_desk,
+pydantic_ai_desk.
 """
 
 import asyncio
@@ -61,7 +62,7 @@ def script(body: dict[str, Any]) -> dict[str, Any] | str:
     if handoff and "issue_refund" in tools and "issue_refund" not in called:
         return refund  # the planted bug: triage has the refund tool and uses it
     if handoff and handoff not in called:
-        return _call(handoff, {"request": "Refund 42.0 on ORD-7."} if handoff.startswith("ask_") else {})
+        return _call(handoff, {"input": "Refund 42.0 on ORD-7."} if handoff.startswith("ask_") else {})
     if "issue_refund" in called or (handoff and handoff in called):
         return "Refund of 42.0 issued for ORD-7."
     if "issue_refund" in tools:
@@ -84,6 +85,20 @@ def agents_desk(text: str) -> Any:
     billing = Agent(name="billing", instructions=BILLING, model=model, tools=[function_tool(issue_refund)])
     triage_tools = [function_tool(lookup_order)] + ([function_tool(issue_refund)] if _bug() else [])
     triage = Agent(name="triage", instructions=TRIAGE, model=model, tools=triage_tools, handoffs=[billing])
+    return asyncio.run(Runner.run(triage, text))
+
+
+def agents_tool_desk(text: str) -> Any:
+    """Triage calls billing as a tool (`billing.as_tool`): the Agents SDK's RunResult of triage. The sub-agent's
+    own steps run inside the tool call and are not among the parent's items."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(os.environ.get("DESK_TRACING") != "1")
+    model = OpenAIChatCompletionsModel(model=MODEL, openai_client=AsyncOpenAI(base_url=_url(), api_key="offline"))
+    billing = Agent(name="billing", instructions=BILLING, model=model, tools=[function_tool(issue_refund)])
+    ask = billing.as_tool(tool_name="ask_billing", tool_description="Ask the billing desk to act on a request.")
+    triage = Agent(name="triage", instructions=TRIAGE, model=model, tools=[function_tool(lookup_order), ask])
     return asyncio.run(Runner.run(triage, text))
 
 
@@ -149,9 +164,9 @@ def pydantic_ai_desk(text: str, *, instrument: bool = False) -> Any:
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=_url(), api_key="offline"))
     billing = Agent(model, name="billing", system_prompt=BILLING, tools=[issue_refund])
 
-    async def ask_billing(ctx: RunContext[None], request: str) -> str:
+    async def ask_billing(ctx: RunContext[None], input: str) -> str:
         """Ask the billing desk to act on a request."""
-        return (await billing.run(request, usage=ctx.usage)).output
+        return (await billing.run(input, usage=ctx.usage)).output
 
     tools: list[Any] = [lookup_order, ask_billing] + ([issue_refund] if _bug() else [])
     triage = Agent(model, name="triage", system_prompt=TRIAGE, tools=tools)

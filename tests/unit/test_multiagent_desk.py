@@ -110,3 +110,28 @@ def test_kit_check_names_the_failing_agent(capsys: Any) -> None:
     assert code == 1
     assert "fail: not_called:issue_refund@agent:triage: agent triage: forbidden issue_refund was called 1 time" in out
     assert kit(["check", str(FIXTURES / "langgraph_desk.json"), "--cases", str(CASES)]) == 0
+
+
+def test_an_agent_called_as_a_tool_is_in_the_tree(model_url: str, monkeypatch: Any) -> None:
+    """The Agents SDK's agents-as-tools: the tool call is triage's, and billing is called from it (via: tool).
+    Billing's own steps run inside the call and are not among the RunResult's items (its export has them)."""
+    from kit.case import parse_case
+
+    monkeypatch.setenv("DESK_BUG", "0")
+    checks = [
+        {"type": "handoff", "from": "triage", "to": "billing", "via": "tool", "max": 1},
+        {"type": "called", "tool": "ask_billing", "agent": "triage"},
+        {"type": "handoff", "via": "handoff", "max": 0, "name": "no control passed"},
+    ]
+    case = parse_case(
+        {"id": "desk", "input": "Please refund order ORD-7.", "checks": checks}, file=None, base_dir=None, invariants={}
+    )
+    run = invoke(load_agent("_multiagent_desk:agents_tool_desk"), case, 0, timeout=60)
+    assert run.case_run.error is None, run.case_run.error
+    assert _failed(run.case_run.results) == {}
+    trace = parse_trace(run.trace)
+    assert [(a.name, a.parent, a.via) for a in trace.agent_tree] == [
+        ("triage", None, None),
+        ("billing", "triage", "tool"),
+    ]
+    assert [(s.name, s.agent) for s in trace.tool_calls] == [("lookup_order", "triage"), ("ask_billing", "triage")]
