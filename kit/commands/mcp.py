@@ -188,9 +188,10 @@ async def _serve(backend: Any, port: int | None, what: str) -> int:
         await serve_stdio(server)
     else:
         await serve_http(server, port)
-    if served.failures:
-        print(f"kit mcp {what}: {len(served.failures)} failed MCP calls:", file=sys.stderr)
-        for line in served.failures:
+    failures = served.failures + [f"not in the cassette: {m}" for m in getattr(backend, "misses", [])]
+    if failures:
+        print(f"kit mcp {what}: {len(failures)} failed MCP calls:", file=sys.stderr)
+        for line in failures:
             print(f"  {line}", file=sys.stderr)
         return 1
     return 0

@@ -186,11 +186,25 @@ def agents_sdk_servers(result: Any) -> dict[str, str]:
     return out
 
 
+class ReplayMissed(ValueError):
+    """An MCP call a replayed cassette had no recording for (`kit mcp replay` said so in the call's result)."""
+
+
+REPLAY_MISS = "kit mcp replay: "  # kit.mcp.replay.MISS (the importers do not import the server side)
+
+
 def with_servers(trace: dict[str, Any], servers: dict[str, str]) -> dict[str, Any]:
-    """The trace's tool spans of these call ids with their `server`, and their MCP results as values."""
+    """The trace's tool spans of these call ids with their `server`, and their MCP results as values.
+    ReplayMissed when a call was answered by `kit mcp replay` as not in its cassette: the run is an error,
+    as a miss of the kit's own tool cassettes is."""
     for span in trace.get("spans", []):
         server = servers.get(span.get("tool_call_id")) if span.get("kind") == "tool" else None
-        if server is not None:
-            span["server"] = server
-            span["output"] = result_value(span.get("output"))
+        if server is None:
+            continue
+        span["server"] = server
+        span["output"] = result_value(span.get("output"))
+        text = span["output"] if isinstance(span["output"], str) else ""
+        if REPLAY_MISS in text:
+            said = text[text.index(REPLAY_MISS) + len(REPLAY_MISS) :]
+            raise ReplayMissed(f"made an MCP call to server {server} that its replayed cassette cannot answer: {said}")
     return trace

@@ -1,10 +1,13 @@
 """Replay: the kit's MCP server answering from a cassette (kit.mcp.cassette), with no real server. tools/list
 is the recorded list (descriptions included); tools/call is the recorded answer for the same tool and
-arguments, and a call with none is a JSON-RPC error naming the tool and the arguments (told on stderr too).
+arguments. A call with none is told on stderr and answered as a failed call (`isError`) whose text, starting
+with MISS, names the tool and the arguments: frameworks pass a tool's failure text on (a JSON-RPC error they
+may hide behind a generic message), and the kit reads it back as the run's error (kit.importers.mcp).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -12,8 +15,7 @@ from mcp.shared.exceptions import MCPError
 from kit.mcp.cassette import CassetteMiss, McpCassette
 from kit.mcp.serve import INTERNAL_ERROR
 
-# The JSON-RPC code of a call the cassette cannot answer (the implementation-defined server-error range).
-REPLAY_MISS = -32001
+MISS = "kit mcp replay: "
 
 
 class Replayer:
@@ -24,6 +26,7 @@ class Replayer:
         server = cassette.data.get("server") or {}
         self.name = str(server.get("name") or "kit-mcp-replay")
         self.version = str(server.get("version") or "")
+        self.misses: list[str] = []
 
     async def list_tools(self) -> list[dict[str, Any]]:
         return self.cassette.tools
@@ -32,7 +35,9 @@ class Replayer:
         try:
             entry = self.cassette.reply(name, arguments)
         except CassetteMiss as e:
-            raise MCPError(REPLAY_MISS, f"kit mcp replay: {e}") from None
+            self.misses.append(str(e))
+            print(MISS + str(e), file=sys.stderr, flush=True)
+            return {"content": [{"type": "text", "text": MISS + str(e)}], "isError": True}
         if "error" in entry:
             raise MCPError(int(entry.get("code", INTERNAL_ERROR)), str(entry["error"]))
         result: dict[str, Any] = entry["result"]

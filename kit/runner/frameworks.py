@@ -92,11 +92,14 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
         raise UnknownResult(f"returned no run (an empty {type(result).__name__})")
     origin = _origin(result)
     if origin == "openai_agents":
-        from kit.importers.mcp import agents_sdk_servers, with_servers
+        from kit.importers.mcp import ReplayMissed, agents_sdk_servers, with_servers
         from kit.runner.framework_agents import agents_sdk
 
         trace = agents_sdk(_converted(_from_run_result(result), case_id, "openai_agents"), result)
-        return with_servers(trace, agents_sdk_servers(result))
+        try:
+            return with_servers(trace, agents_sdk_servers(result))
+        except ReplayMissed as e:  # a call `kit mcp replay` had no recording for: the run's error
+            raise UnknownResult(str(e)) from None
     if origin == "pydantic_ai" and callable(getattr(result, "all_messages", None)):
         result = result.all_messages()  # a run's result (AgentRunResult): its messages
     if isinstance(result, bytes | bytearray | str):
@@ -160,8 +163,11 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
     """A message list (or a dict's `messages`) of whichever kind its items are."""
     kinds = {_item_kind(m) for m in items}
     if not items or kinds == {"openai"}:
+        from kit.runner.framework_agents import by_message_name
+
         conv = {**_openai_extra(extra), "messages": items}
-        return _converted(conv, case_id, "openai", what=where)
+        names = [m.get("name") for m in items if m.get("role") == "assistant"]  # OpenAI's `name`: who said it
+        return by_message_name(_converted(conv, case_id, "openai", what=where), names)
     if kinds == {"openai", "openai_object"} or kinds == {"openai_object"}:
         dumped = [m if isinstance(m, dict) else m.model_dump(mode="json", exclude_none=True) for m in items]
         return _from_messages(dumped, extra, case_id, where=where)
