@@ -316,7 +316,7 @@ def inside(root: Path, rel: str) -> Path:
     repository or a link to nothing, or when `rel` itself leads out: `kit init` writes inside `root` only."""
     real_root = root.resolve()
     path = root / rel
-    if Path(rel).is_absolute() or not path.resolve().is_relative_to(real_root):
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
         raise KitInputError("leads out of the repository: kit init writes inside it only", file=rel)
     step = root
     for part in Path(rel).parts:
@@ -331,6 +331,8 @@ def inside(root: Path, rel: str) -> Path:
                 raise KitInputError(
                     f"is a link out of the repository (to {target}): kit init writes inside it only", file=rel
                 )
+    if not path.resolve().is_relative_to(real_root):
+        raise KitInputError("leads out of the repository: kit init writes inside it only", file=rel)
     return path
 
 
