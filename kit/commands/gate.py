@@ -94,6 +94,9 @@ class GateResult:
     notes: tuple[str, ...]
     pass_rate: float | None
     own_rules: bool = True  # judged by the rules the run recorded (else by the files as they are now)
+    # What it was judged by, first among the notes: the rules (a case file or the policy changed since the
+    # run, or no rules recorded) and the baseline with why it is that run. make evals shows these too.
+    context: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -147,7 +150,7 @@ def gate_run(
     fails, more = verdict(data, rules, base_data)
     own = RunRules.from_json(recorded) is not None
     shown = tuple(printable(n) for n in notes + more)  # a file or run named from data: one line, escaped
-    return GateResult(data.run, tuple(fails), shown, data.totals["pass_rate"], own)
+    return GateResult(data.run, tuple(fails), shown, data.totals["pass_rate"], own, shown[: len(notes)])
 
 
 def _rules_of(

@@ -61,6 +61,10 @@ class RunRules(_Frozen):
         except (ValueError, ValidationError):
             return None
 
+    def without_cases(self) -> RunRules:
+        """The policy alone: for a run of other cases than the suite's (a red team's attacks)."""
+        return RunRules(policy=self.policy, origin=self.origin)
+
     def changed_files(self) -> list[str]:
         """One line per recorded case file that is not as it was at run time (edited, or gone)."""
         out = []

@@ -286,6 +286,8 @@ def _gate(store: Store, run: dict[str, Any], baseline: str | None, policy: Any, 
         print(f"  gate could not judge run {run['run_id']}: {e}{who}")
         return False
     print(f"  {result.headline}{who}")
+    for note in result.context:  # the rules it was judged by, the baseline and why
+        print(f"    note: {note[:300]}")
     for problem in result.problems[:GATE_LINES]:
         print(f"    - {problem[:200]}")
     if len(result.problems) > GATE_LINES:

@@ -139,6 +139,11 @@ def test_an_outage_is_never_the_baseline_and_the_gate_says_which_run_it_used(tmp
     assert "improvement" not in said.out
     with store.connect() as con:
         assert q.resolve_run(con, "previous") == good
+    # make evals shows the same: what the run was judged by, and against which baseline and why.
+    from kit.commands.gate import gate_run
+
+    result = gate_run(store, "latest", GatePolicy(), baseline="previous")
+    assert any(f"compared against baseline run {good}" in n and outage in n for n in result.context)
     # Named by its id, the outage is used, and the gate says what it is.
     assert kit([*argv, "--baseline", outage]) == 0
     assert f"baseline run {outage} (named by '{outage}') is an outage: 40/40 attempts errored" in (
@@ -214,6 +219,18 @@ def test_a_promptfoo_run_records_the_rules_it_ran_under(project, capsys):
     capsys.readouterr()
     assert kit(["gate", "--store", str(store)]) == 1
     assert "did not load" in capsys.readouterr().err
+
+    # A red team's run (its tests from Promptfoo's plugins) records the policy alone: the golden cases'
+    # load errors and floors are not its own.
+    attack = _result(0, "redteam/x", "No", [_comp("contains", "No", True)])
+    attack["testCase"]["metadata"]["pluginId"] = "harmful:hate"
+    pf = {"evalId": "eval-rt", "results": {"version": 3, "results": [attack]}, "config": {}}
+    (project / "rt.json").write_text(json.dumps(pf))
+    assert kit(["ingest", "promptfoo", "rt.json", "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert kit(["gate", "--store", str(store), "--run", "promptfoo-eval-rt"]) == 0
+    said = capsys.readouterr()
+    assert "did not load" not in said.err and "no rules of its own" not in said.out
 
 
 def test_compare_and_the_report_tell_chance_by_the_alpha_the_run_recorded(tmp_path, capsys):

@@ -276,7 +276,8 @@ def ingest(
 ) -> Ingested:
     """The file's runs into the store (one per provider), each under `evals_id` (the `make evals` that ran it)."""
     # `rules`: what the eval ran under (kit.gate.rules.RunRules, read from the settings by the caller),
-    # recorded with each golden run; a red team's or a control's run is not held to the golden cases' floors.
+    # recorded with each golden run; a red team's or a control's run records the policy alone (it runs
+    # attacks, not the golden cases, so their floors and load errors are not its own).
     pf = parse(path)
     eval_id = pf.evalId or digest(pf.model_dump(mode="json"))
     by_provider: dict[str, list[tuple[int, PfResult]]] = {}
@@ -307,9 +308,10 @@ def ingest(
         if force:
             run_id = f"{run_id}-{digest([path.stat().st_mtime_ns, run_id])[:6]}"
         results = by_provider[provider]
+        kind = _kind(pf, provider, results)
         store.start_run(
             "promptfoo",
-            kind=_kind(pf, provider, results),
+            kind=kind,
             evals_id=evals_id,
             model=_planned(results, "model") or provider,
             agent=_planned(results, "agent") or (pf.config.get("description") and str(pf.config["description"])),
@@ -317,7 +319,7 @@ def ingest(
             git_sha=git_sha,
             run_id=run_id,
             started_at=pf.results.timestamp,
-            rules=rules if _kind(pf, provider, results) == "golden" else None,
+            rules=rules if rules is None or kind == "golden" else rules.without_cases(),
             meta={"file": str(path), "evalId": pf.evalId, "promptfoo": pf.metadata.get("promptfooVersion")},
         )
         for case_run, _, soft in rows:
