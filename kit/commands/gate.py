@@ -149,6 +149,8 @@ def gate_run(
             base_data = Baseline(base, flips, q.case_counts(con, base), q.soft_gates(con, base), base_rules)
     fails, more = verdict(data, rules, base_data)
     own = RunRules.from_json(recorded) is not None
+    if own and rules.origin == "ingest":  # said by kit gate, not in make evals' context (its hook ingests at once)
+        more.insert(0, f"run {run_id}'s rules were read from the settings when its results were ingested")
     shown = tuple(printable(n) for n in notes + more)  # a file or run named from data: one line, escaped
     return GateResult(data.run, tuple(fails), shown, data.totals["pass_rate"], own, shown[: len(notes)])
 
@@ -171,8 +173,6 @@ def _rules_of(
     notes = recorded.changed_files()
     if policy is not None and policy != recorded.policy:
         notes.append(f"the gate policy changed since run {run_id}: judged by the policy recorded with the run")
-    if recorded.origin == "ingest":
-        notes.append(f"run {run_id}'s rules were read from the settings when its results were ingested")
     return recorded, notes
 
 
