@@ -6,6 +6,7 @@ of a stdio server) recorded into the same file. Every upstream call is bounded b
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,7 +37,8 @@ async def upstream(target: list[str] | str, timeout: float) -> AsyncIterator[Cli
     if isinstance(target, list):
         if not target:
             raise KitInputError("no MCP server command after --")
-        server: Any = StdioServerParameters(command=target[0], args=target[1:])
+        # The whole environment, not the SDK's default few variables: the server is the user's, run as they would.
+        server: Any = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
     else:
         server = target
     ready, done = anyio.Event(), anyio.Event()

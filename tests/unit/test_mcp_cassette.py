@@ -1,0 +1,183 @@
+"""`kit mcp record|replay|verify` as a user runs them, with the real `mcp` SDK's client on the other side:
+the cassette holds the tool list and each call; replay answers from it alone (stdio and streamable HTTP) and
+names a call it has no recording for; a cassette of another server version names the tool that differs; a
+server that will not start, a malformed message, a bad cassette and a silent server are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from kit.errors import KitInputError
+from kit.mcp.cassette import CassetteMiss, McpCassette, tool_differences
+
+HERE = Path(__file__).resolve().parent
+KIT = str(Path(sys.executable).with_name("kit"))
+SHOP = [sys.executable, str(HERE / "_mcp_shop.py")]
+
+
+def _talk(server: Any, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
+    """Lists the tools and makes the calls through the SDK's client: (tool names, each result or error)."""
+
+    async def main() -> tuple[list[str], list[Any]]:
+        async with Client(server, read_timeout_seconds=20) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            out: list[Any] = []
+            for name, args in calls:
+                r = await client.call_tool(name, args)
+                out.append((r.is_error, r.structured_content or r.content[0].text))
+            return names, out
+
+    return anyio.run(main)
+
+
+def _kit(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [KIT, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+@pytest.fixture(scope="module")
+def cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mcp") / "shop.json"
+    proxy = StdioServerParameters(command=KIT, args=["mcp", "record", "--out", str(path), "--", *SHOP])
+    names, results = _talk(proxy, [("lookup_order", {"order_id": "ORD-7"}), ("lookup_order", {"order_id": "ORD-9"})])
+    assert names == ["lookup_order", "issue_refund"]
+    assert results[0] == (
+        False,
+        {"order_id": "ORD-7", "status": "delivered", "total": 42.0, "email": "ann@example.com"},
+    )
+    assert results[1][0] is True and "no order ORD-9" in results[1][1]  # the tool's own failure passes through
+    return path
+
+
+def test_the_cassette_holds_the_tools_with_descriptions_and_each_call(cassette: Path) -> None:
+    data = json.loads(cassette.read_text())
+    assert data["format"] == "kit-mcp-cassette/1"
+    assert data["server"] == {"name": "shop", "version": "1"}
+    assert {t["name"]: t["description"] for t in data["tools"]} == {
+        "lookup_order": "Look up an order by its id: its status and total.",
+        "issue_refund": "Refund an amount on an order.",
+    }
+    assert [(c["tool"], c["arguments"], c["result"]["isError"]) for c in data["calls"]] == [
+        ("lookup_order", {"order_id": "ORD-7"}, False),
+        ("lookup_order", {"order_id": "ORD-9"}, True),
+    ]
+
+
+def test_replay_serves_the_cassette_and_names_a_call_it_lacks(cassette: Path) -> None:
+    replay = StdioServerParameters(command=KIT, args=["mcp", "replay", str(cassette)])
+    calls = [("lookup_order", {"order_id": "ORD-7"}), ("issue_refund", {"amount": 42, "order_id": "ORD-7"})]
+    names, results = _talk(replay, calls)
+    assert names == ["lookup_order", "issue_refund"]
+    assert results[0][1]["status"] == "delivered"
+    assert results[1] == (
+        True,
+        f'kit mcp replay: {cassette}: no recorded response for tool issue_refund with arguments {{"amount":42,"order_id":"ORD-7"}}',
+    )
+
+
+def test_replay_over_streamable_http(cassette: Path) -> None:
+    proc = subprocess.Popen([KIT, "mcp", "replay", str(cassette), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        url = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
+        assert url, line
+        # Keys in another order and 7 spelled 7.0 are the same call.
+        _, results = _talk(url.group(), [("lookup_order", {"order_id": "ORD-7"})])
+        assert results[0][1]["total"] == 42.0
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_another_server_version_names_the_tools_that_differ(cassette: Path, tmp_path: Path) -> None:
+    v2 = {"SHOP_VERSION": "2"}
+    out = _kit("mcp", "verify", str(cassette), "--", *SHOP, env=v2)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout.splitlines() == [
+        f"{cassette}: tool cancel_order is new",
+        f"{cassette}: tool lookup_order: description changed",
+    ]
+    assert _kit("mcp", "verify", str(cassette), "--", *SHOP).returncode == 0
+
+    copy = tmp_path / "shop.json"
+    copy.write_text(cassette.read_text())
+    proxy = StdioServerParameters(
+        command=KIT, args=["mcp", "record", "--out", str(copy), "--", *SHOP], env={**os.environ, **v2}
+    )
+    with pytest.raises(Exception):  # noqa: B017 - the proxy exits before the handshake: the SDK says connection closed
+        _talk(proxy, [])
+    recorded = _kit("mcp", "record", "--out", str(copy), "--timeout", "20", "--", *SHOP, env=v2)
+    assert recorded.returncode == 2
+    assert (
+        "recorded from another version of the server (tool cancel_order is new; tool lookup_order: description changed)"
+        in recorded.stderr
+    )
+
+
+def test_a_server_that_does_not_start_is_named() -> None:
+    out = _kit("mcp", "record", "--out", "/tmp/never.json", "--", "/nonexistent/server")
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "kit mcp: the MCP server /nonexistent/server did not start: "
+        "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/server'"
+    )
+
+
+def test_a_malformed_message_is_one_line_and_nothing_hangs() -> None:
+    out = _kit(
+        "mcp", "record", "--out", "/tmp/never.json", "--timeout", "10", "--", sys.executable, "-c", "print('hello')"
+    )
+    assert out.returncode == 2
+    assert "kit mcp: Failed to parse JSONRPC message from server:" in out.stderr
+    assert "Invalid JSON" in out.stderr and "Traceback" not in out.stderr
+    assert "did not start" in out.stderr.splitlines()[-1]
+
+
+def test_a_silent_server_times_out() -> None:
+    out = _kit("mcp", "record", "--out", "/tmp/never.json", "--timeout", "1", "--", "sleep", "30", timeout=20)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "kit mcp: the MCP server sleep 30 did not start: no answer in 1s"
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{", "MCP cassette is not valid JSON"),
+        ('{"format": 1}', "not an MCP cassette of format kit-mcp-cassette/1: format is 1"),
+        (
+            '{"format": "kit-mcp-cassette/1", "tools": [], "calls": [{"tool": "x"}]}',
+            "call 1 (x): needs exactly one of result and error",
+        ),
+    ],
+)
+def test_a_bad_cassette_is_named(tmp_path: Path, content: str, says: str) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(content)
+    with pytest.raises(KitInputError, match=re.escape(says)):
+        McpCassette.load(path)
+    out = _kit("mcp", "replay", str(path))
+    assert out.returncode == 2 and says in out.stderr
+
+
+def test_cassette_keys_and_repeats(tmp_path: Path) -> None:
+    c = McpCassette(tmp_path / "c.json")
+    c.data["tools"] = [{"name": "t", "inputSchema": {"type": "object"}}]
+    c.add_call("t", {"a": 1, "b": [1.0]}, result={"n": 1})
+    c.add_call("t", {"b": [1], "a": 1.0}, result={"n": 2})
+    c.add_call("t", {"a": 1, "b": [1]}, result={"n": 2})  # the same answer again is not written twice
+    assert len(c.data["calls"]) == 2
+    assert [c.reply("t", {"b": [1], "a": 1})["result"]["n"] for _ in range(3)] == [1, 2, 2]
+    with pytest.raises(CassetteMiss, match="tool u is not in the cassette's tool list"):
+        c.reply("u", {})
+    assert tool_differences([{"name": "t"}], [{"name": "t", "description": "x"}]) == ["tool t: description changed"]
