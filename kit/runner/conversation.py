@@ -102,6 +102,8 @@ def turn_output(
     first = spans[0] if spans else {}
     if first.get("kind") == "message" and first.get("role") == "user" and first.get("content") == text:
         spans = spans[1:]
+        # The handoffs were placed among the spans with that message; the runner puts its own in its place.
+        data["handoffs"] = [_moved(h, -1) for h in data.get("handoffs") or []]
     data["spans"] = spans
     if plain is None:
         return data, _messages_of(spans)
@@ -156,6 +158,29 @@ def _answer(data: dict[str, Any]) -> str | None:
     return said[-1] if said and isinstance(said[-1], str) else None
 
 
+def _every_span_an_agent(spans: list[dict[str, Any]]) -> None:
+    """In a conversation where some turn names its agents, a turn that named none (one agent spoke, which a
+    turn alone does not tell) is the agent's that was speaking: the first one named, at the start."""
+    named = [s.get("agent") for s in spans if s.get("agent")]
+    if not named:
+        return
+    current = named[0]
+    for s in spans:
+        if s.get("agent"):
+            current = s["agent"]
+        else:
+            s["agent"] = current
+
+
+def _moved(handoff: Any, by: int) -> Any:
+    """A handoff placed `by` spans later (never before the first); one whose place is not a number is left
+    for the trace's validation to name."""
+    at = handoff.get("at") if isinstance(handoff, dict) else None
+    if type(at) is not int:
+        return handoff
+    return {**handoff, "at": max(at + by, 0)}
+
+
 def converse(
     conversation: AgentConversation,
     case_id: str,
@@ -169,6 +194,7 @@ def converse(
     started = time.perf_counter()
     history: list[dict[str, Any]] = []
     spans: list[dict[str, Any]] = []
+    handoffs: list[dict[str, Any]] = []
     last: dict[str, Any] = {}
     answer: str | None = None
     finish_reasons: list[str | None] = []
@@ -185,7 +211,12 @@ def converse(
             data, said = turn_output(result, text, case_id, history)
         except ValueError as e:
             raise TurnError(n, str(e)) from None
+        said_to = next((s.get("agent") for s in data["spans"] if s.get("agent")), None)
         spans.append({"kind": "message", "role": "user", "content": text, "turn": n})
+        if said_to is not None:  # a run of several agents: the user's message is the agent's that got it
+            spans[-1]["agent"] = said_to
+        # Each turn's handoffs, placed among the whole conversation's spans (after this turn's user message).
+        handoffs += [{**_moved(h, len(spans)), "turn": n} for h in data.get("handoffs") or [] if isinstance(h, dict)]
         spans.extend({**s, "turn": n} for s in data["spans"])
         history.append({"role": "user", "content": text})
         history.extend(said)
@@ -199,7 +230,10 @@ def converse(
         n += 1
     # The last turn's fields (end state, model, agent) describe the conversation's end; what every turn
     # contributed (spans, latency, finish reasons) is joined.
-    joined = {k: v for k, v in last.items() if k not in ("spans", "final_output", "latency_ms")}
+    joined = {k: v for k, v in last.items() if k not in ("spans", "final_output", "latency_ms", "handoffs")}
+    _every_span_an_agent(spans)
+    if handoffs:
+        joined["handoffs"] = handoffs
     joined.update(
         case_id=case_id,
         attempt=attempt,

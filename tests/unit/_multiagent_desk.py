@@ -171,3 +171,22 @@ def pydantic_ai_desk(text: str, *, instrument: bool = False) -> Any:
     tools: list[Any] = [lookup_order, ask_billing] + ([issue_refund] if _bug() else [])
     triage = Agent(model, name="triage", system_prompt=TRIAGE, tools=tools)
     return triage.run_sync(text)
+
+
+# --- a conversation: OpenAI messages named by agent ----------------------------------------------------------
+
+
+def chat_desk(text: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Two turns without a model: triage asks first; on the customer's yes it hands off and billing refunds.
+    Returns this turn's OpenAI messages, each assistant message named by its agent."""
+    if not history:
+        return [{"role": "assistant", "name": "triage", "content": "Shall I pass this to billing for a refund?"}]
+    call = {"id": "c1", "type": "function", "function": {"name": "transfer_to_billing", "arguments": "{}"}}
+    refund = {"id": "c2", "type": "function", "function": {"name": "issue_refund", "arguments": '{"amount": 42.0}'}}
+    return [
+        {"role": "assistant", "name": "triage", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"assistant": "billing"}'},
+        {"role": "assistant", "name": "billing", "content": None, "tool_calls": [refund]},
+        {"role": "tool", "tool_call_id": "c2", "content": '{"refund_id": "R-ORD-7"}'},
+        {"role": "assistant", "name": "billing", "content": "Refund of 42.0 issued for ORD-7."},
+    ]

@@ -135,3 +135,24 @@ def test_an_agent_called_as_a_tool_is_in_the_tree(model_url: str, monkeypatch: A
         ("billing", "triage", "tool"),
     ]
     assert [(s.name, s.agent) for s in trace.tool_calls] == [("lookup_order", "triage"), ("ask_billing", "triage")]
+
+
+def test_a_conversation_of_several_agents_keeps_each_turns_handoffs() -> None:
+    from kit.case import parse_case
+
+    checks = [
+        {"type": "handoff", "max": 0, "turn": 0, "name": "no handoff before the yes"},
+        {"type": "handoff", "from": "triage", "to": "billing", "turn": 1},
+        {"type": "not_called", "tool": "issue_refund", "agent": "triage"},
+        {"type": "called", "tool": "issue_refund", "agent": "billing", "turn": "last"},
+    ]
+    raw = {"id": "chat", "turns": ["Please refund ORD-7.", "Yes."], "checks": checks}
+    case = parse_case(raw, file=None, base_dir=None, invariants={})
+    run = invoke(load_agent("_multiagent_desk:chat_desk"), case, 0, timeout=30)
+    assert run.case_run.error is None, run.case_run.error
+    assert _failed(run.case_run.results) == {}
+    trace = parse_trace(run.trace)
+    assert [(h.from_, h.to, h.turn) for h in trace.handoffs] == [("triage", "billing", 1)]
+    at = trace.handoffs[0].at
+    assert (trace.spans[at - 1].name, trace.spans[at].agent) == ("transfer_to_billing", "billing")
+    assert [(s.role, s.agent) for s in trace.spans if s.role == "user"] == [("user", "triage"), ("user", "triage")]
