@@ -1,7 +1,7 @@
 """kit.offline.agent_environment: the agent's code gets the user's own proxies back, whoever set the dead proxy
 that keeps Promptfoo's beacon offline (the kit's launcher, which saved the user's values, or the project's
 `.env`); keys, CA bundles and every other variable stay as they are. The tools' runs are in
-tests/e2e/test_agent_environment.py."""
+tests/e2e/test_agent_reaches_its_model.py."""
 
 from __future__ import annotations
 
