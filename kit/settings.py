@@ -151,6 +151,21 @@ class RedteamSettings(_Frozen):
     max_turns: int = Field(default=4, ge=1, le=10)  # Promptfoo caps a conversation at 10 turns offline
 
 
+class McpServerSettings(_Frozen):
+    """An MCP server the agent reaches through `kit mcp serve NAME` (kit.mcp.settings): its stdio command or
+    its streamable HTTP URL; its cassette is `<mcp.cassettes>/NAME.json`."""
+
+    command: list[str] | None = None
+    url: str | None = None
+
+
+class McpSettings(_Frozen):
+    # replay: the cassette alone (offline); record: pass through and write the cassette; live: pass through.
+    mode: Literal["live", "record", "replay"] = "replay"
+    cassettes: SettingPath = Path("golden/mcp")
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+
+
 class Settings(_Frozen):
     agent: str | None = None
     cases: SettingPath = Path("golden")
@@ -195,6 +210,7 @@ class Settings(_Frozen):
     judge: JudgeSettings = JudgeSettings()
     user: UserSettings = UserSettings()
     redteam: RedteamSettings = RedteamSettings()
+    mcp: McpSettings = McpSettings()
     # Where [tool.kit] was read from, None without one: what an error or a report names.
     project_file: Path | None = None
 
@@ -256,6 +272,8 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_REDTEAM_PURPOSE": ("redteam", "purpose"),
     "KIT_REDTEAM_CORPUS": ("redteam", "corpus"),
     "KIT_REDTEAM_INVARIANTS": ("redteam", "invariants"),
+    "KIT_MCP_MODE": ("mcp", "mode"),
+    "KIT_MCP_CASSETTES": ("mcp", "cassettes"),
     "KIT_REDTEAM_ATTACKER": ("redteam", "attacker"),
     "KIT_REDTEAM_ATTACKER_BASE_URL": ("redteam", "attacker_base_url"),
     "KIT_REDTEAM_MAX_TURNS": ("redteam", "max_turns"),
@@ -273,6 +291,7 @@ _PATH_KEYS = {
     ("slots_dir",),
     ("redteam", "corpus"),
     ("redteam", "invariants"),
+    ("mcp", "cassettes"),
 }
 
 

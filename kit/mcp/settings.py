@@ -25,6 +25,15 @@ def named_server(settings: Any, name: str) -> NamedServer:
     if server is None:
         known = ", ".join(sorted(mcp.servers)) or "none"
         raise KitInputError(f"[tool.kit.mcp.servers] has no server {name!r} (servers: {known})")
+    if server.command is not None and server.url is not None:
+        raise KitInputError(f"[tool.kit.mcp.servers.{name}]: give command or url, not both")
+    if server.command == []:
+        raise KitInputError(f"[tool.kit.mcp.servers.{name}]: command is empty")
     target: list[str] | str | None = list(server.command) if server.command else server.url
-    cassette = server.cassette or mcp.cassettes / f"{name}.json"
-    return NamedServer(name, mcp.mode, Path(cassette), target)
+    from kit.names import file_in
+
+    try:
+        cassette = file_in(Path(mcp.cassettes), name, ".json")
+    except ValueError as e:
+        raise KitInputError(f"[tool.kit.mcp.servers]: {e}") from None
+    return NamedServer(name, mcp.mode, cassette, target)
