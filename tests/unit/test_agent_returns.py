@@ -14,6 +14,8 @@ from typing import Any
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kit.case import load_suite
 from kit.cli import main
@@ -275,3 +277,42 @@ def test_a_turn_that_returns_the_whole_conversation_counts_each_call_once(tmp_pa
     assert [(s.turn, s.name) for s in trace.tool_calls] == [(1, "issue_refund"), (2, "issue_refund")]
     users = [(s.turn, s.content) for s in trace.spans if s.kind == "message" and s.role == "user"]
     assert [t for t, _ in users] == [0, 1, 2]  # one user message per turn, none echoed from the history
+
+
+# --- property: every wrapping of the same messages is read the same, for a call and for a turn --------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    calls=st.integers(0, 3),
+    wrap=st.sampled_from(["list", "tuple", "messages", "messages+final_output", "messages+end_state"]),
+)
+def test_every_wrapping_of_the_same_messages_counts_the_same_calls(calls: int, wrap: str) -> None:
+    from kit.runner.conversation import turn_output
+    from kit.runner.frameworks import UnknownResult, trace_dict
+
+    messages: list[dict[str, Any]] = []
+    for i in range(calls):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "issue_refund", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "{}"},
+        ]
+    if calls:
+        messages.append({"role": "assistant", "content": "done"})
+    wrapped: Any = {
+        "list": messages,
+        "tuple": tuple(messages),
+        "messages": {"messages": messages},
+        "messages+final_output": {"messages": messages, "final_output": "done" if calls else None},
+        "messages+end_state": {"messages": messages, "end_state": {"refunds": []}},
+    }[wrap]
+    if not messages:
+        for read in (lambda: trace_dict(wrapped, "c"), lambda: turn_output(wrapped, "hi", "c")):
+            with pytest.raises((UnknownResult, ValueError), match="returned no run"):
+                read()
+        return
+    single = trace_dict(wrapped, "c")
+    turn, _ = turn_output(wrapped, "hi", "c")
+    for data in (single, turn):
+        assert [s["name"] for s in data["spans"] if s["kind"] == "tool"] == ["issue_refund"] * calls
