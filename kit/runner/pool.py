@@ -13,10 +13,11 @@ fails only its own calls and is replaced.
 
 How children start (`start`): `spawn` by default, on every platform: a fresh interpreter that is handed the
 jobs and the work pickled (a user's agent travels by name and is imported there) and inherits no threads,
-locks or Objective-C state. Forking a process that loaded the Objective-C runtime is unsafe on macOS (an
-httpx client, so the openai SDK, reads the proxy settings through `_scproxy`), and a fork copies whatever
-locks the parent's threads held. `fork` is only for the kit's own code where it is safe (`FORK_SAFE`: Linux),
-the reference agent's fast path, which bench/start_method.py measures against spawn.
+locks or Objective-C state; unlike multiprocessing's spawn, it never runs the parent's `__main__` again.
+Forking a process that loaded the Objective-C runtime is unsafe on macOS (an httpx client, so the openai
+SDK, reads the proxy settings through `_scproxy`), and a fork copies whatever locks the parent's threads
+held. `fork` is only for the kit's own code where it is safe (`FORK_SAFE`: Linux), the reference agent's
+fast path, which bench/start_method.py measures against spawn.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -75,24 +78,24 @@ def execute(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    ctx = _context(start)
+    start = _checked(start)
     n = min(workers or default_workers(), len(jobs))
     if mode == "serial" or n <= 1:
         _in_turn(jobs, work, on_result, on_failure)
         return
     if mode == "process":
-        _ProcessPool(jobs, work, n, timeout, ctx).run(on_result, on_failure)
+        _ProcessPool(jobs, work, n, timeout, start).run(on_result, on_failure)
     else:
         _ThreadPool(jobs, _no_start(work), n, timeout).run(on_result, on_failure)
 
 
-def _context(start: str) -> Any:
-    """The multiprocessing context for `start`; `fork` where it is not safe is refused, not quietly used."""
+def _checked(start: str) -> str:
+    """`start`, known and safe here: `fork` where it is not safe is refused, not quietly used."""
     if start not in STARTS:
         raise ValueError(f"start must be one of {', '.join(STARTS)}, got {start!r}")
     if start == "fork" and not FORK_SAFE:
         raise ValueError(f"fork is not safe on {sys.platform}: start with spawn")
-    return mp.get_context(start)
+    return start
 
 
 def _in_turn(jobs: Sequence[J], work: Callable[[J], Any], on_result: OnResult, on_failure: OnFailure) -> None:
@@ -155,7 +158,7 @@ def dispatch(
     have landed."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    ctx = _context(start)
+    start = _checked(start)
     if not jobs:
         return
     cap = max(1, min(concurrency, len(jobs)))
@@ -167,7 +170,7 @@ def dispatch(
         pool.run(on_result, on_failure)
         return
     hosts = max(1, min(workers or default_workers(), cap))
-    _HostPool(jobs, call, acall, hosts, cap, timeout, ctx, retire).run(on_result, on_failure)
+    _HostPool(jobs, call, acall, hosts, cap, timeout, start, retire).run(on_result, on_failure)
 
 
 def _nothing() -> None:
@@ -234,14 +237,73 @@ def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], An
             conn.send((i, False, _failed(e)))
 
 
-class _Child:
-    """A child process and its end of a pipe: sent job indexes, `None` to stop, killed if need be."""
+class _Spawned:
+    """A child in a fresh interpreter (`python -c`), handed the parent's import path and then its target and
+    arguments, pickled, over a socket pair. Unlike multiprocessing's spawn it never runs the parent's
+    `__main__` again: a script that calls the runner needs no `if __name__ == "__main__"` guard, and nothing
+    of the parent's main module is imported or run in the child. Stands where a multiprocessing.Process
+    would (kill, join, is_alive, exitcode)."""
 
-    def __init__(self, ctx: Any, target: Callable[..., None], *args: Any) -> None:
-        parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=target, args=(child, *args, os.getpid()), daemon=True)
-        self.proc.start()
-        child.close()
+    def __init__(self, target: Callable[..., None], args: tuple[Any, ...]) -> None:
+        ours, theirs = socket.socketpair()
+        flags = getattr(subprocess, "_args_from_interpreter_flags", list)()  # -W, -X, -O as the parent's
+        try:
+            self.popen = subprocess.Popen(
+                [sys.executable, *flags, "-c", _SPAWNED_MAIN, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        self.conn.send(list(sys.path))  # first: the child unpickles what follows with it (a user's agent)
+        self.conn.send((target, args))
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+
+
+_SPAWNED_MAIN = "import sys; from kit.runner.pool import spawned_main; spawned_main(int(sys.argv[1]))"
+
+
+def spawned_main(fd: int) -> None:
+    """A spawned child's start (`_Spawned`): the parent's import path, then its target, run with this end."""
+    conn = Connection(fd)
+    try:
+        sys.path[:] = conn.recv()
+        target, args = conn.recv()
+    except (EOFError, OSError, KeyboardInterrupt):  # the parent went away before handing the work over
+        os._exit(1)
+    target(conn, *args)
+
+
+class _Child:
+    """A child process and its end of a pipe: sent job indexes, `None` to stop, killed if need be. Started
+    with `spawn` (`_Spawned`: a fresh interpreter) or `fork` (the parent's memory: jobs and work inherited)."""
+
+    def __init__(self, start: str, target: Callable[..., None], *args: Any) -> None:
+        self.proc: Any
+        if start == "fork":
+            ctx = mp.get_context("fork")
+            parent, child = ctx.Pipe()
+            self.proc = ctx.Process(target=target, args=(child, *args, os.getpid()), daemon=True)
+            self.proc.start()
+            child.close()
+        else:
+            self.proc = _Spawned(target, (*args, os.getpid()))
+            parent = self.proc.conn
         self.conn: Connection = parent
 
     def stop(self) -> None:
@@ -255,8 +317,8 @@ class _Child:
 
 
 class _Proc(_Child):
-    def __init__(self, ctx: Any, jobs: Sequence[Any], work: Callable[[Any], Any]) -> None:
-        super().__init__(ctx, _worker_main, jobs, work)
+    def __init__(self, start: str, jobs: Sequence[Any], work: Callable[[Any], Any]) -> None:
+        super().__init__(start, _worker_main, jobs, work)
         self.job: int | None = None
         self.deadline = float("inf")
 
@@ -267,12 +329,12 @@ class _Proc(_Child):
 
 
 class _ProcessPool(Generic[J, R]):
-    def __init__(self, jobs: Sequence[J], work: Callable[[J], R], n: int, timeout: float | None, ctx: Any) -> None:
-        self.jobs, self.work, self.n, self.timeout, self.ctx = jobs, work, n, timeout, ctx
+    def __init__(self, jobs: Sequence[J], work: Callable[[J], R], n: int, timeout: float | None, start: str) -> None:
+        self.jobs, self.work, self.n, self.timeout, self.start = jobs, work, n, timeout, start
 
     def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
         todo = deque(range(len(self.jobs)))
-        procs = [_Proc(self.ctx, self.jobs, self.work) for _ in range(self.n)]
+        procs = [_Proc(self.start, self.jobs, self.work) for _ in range(self.n)]
         try:
             for p in procs:
                 p.give(todo.popleft(), self.timeout)
@@ -293,7 +355,7 @@ class _ProcessPool(Generic[J, R]):
                     if not healthy:  # a fresh worker takes the slot of a killed or dead one
                         p.job = None
                         p.kill()
-                        procs[procs.index(p)] = p = _Proc(self.ctx, self.jobs, self.work)
+                        procs[procs.index(p)] = p = _Proc(self.start, self.jobs, self.work)
                     if todo:
                         p.give(todo.popleft(), self.timeout)
         finally:
@@ -535,8 +597,8 @@ def _host_loop(
 
 
 class _Host(_Child):
-    def __init__(self, ctx: Any, jobs: Sequence[Any], call: Call, acall: ACall | None) -> None:
-        super().__init__(ctx, _host_main, jobs, call, acall)
+    def __init__(self, start: str, jobs: Sequence[Any], call: Call, acall: ACall | None) -> None:
+        super().__init__(start, _host_main, jobs, call, acall)
         self.calls: dict[int, float] = {}  # job -> deadline (inf until the call starts)
         self.retiring = False  # takes no more calls; replaced once its own have landed
 
@@ -554,15 +616,15 @@ class _HostPool:
         hosts: int,
         cap: int,
         timeout: float | None,
-        ctx: Any,
+        start: str,
         retire: Callable[[Any], bool] | None = None,
     ) -> None:
         self.jobs, self.call, self.acall, self.timeout, self.retire = jobs, call, acall, timeout, retire
-        self.n, self.cap, self.ctx = hosts, cap, ctx
+        self.n, self.cap, self.start = hosts, cap, start
         self.share = -(-cap // hosts)  # calls per host, rounded up; the total stays under `cap`
 
     def _new(self) -> _Host:
-        return _Host(self.ctx, self.jobs, self.call, self.acall)
+        return _Host(self.start, self.jobs, self.call, self.acall)
 
     def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
         todo = deque(range(len(self.jobs)))

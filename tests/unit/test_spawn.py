@@ -8,6 +8,7 @@ through the same hosts."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -185,3 +186,26 @@ def test_a_host_gets_each_case_as_written_not_compiled(tmp_path: Path) -> None:
         ("regex", "greeting", {"pattern": "h."}),
         ("tool_schemas", "tool_schemas", {"schemas": {"t": {"type": "object"}}}),
     ]
+
+
+SCRIPT = """\
+import os
+from kit.case import load_suite
+from kit.runner import Job, RunOptions, run_suite
+from kit.runner.agents import load_agent
+
+with open("ran.txt", "a") as f:  # every interpreter that runs this file says so
+    f.write(f"{os.getpid()}\\n")
+jobs = [Job(c, a) for c in load_suite("cases.yaml").cases if c.id == "where" for a in range(c.runs)]
+outs = run_suite(jobs, load_agent("spawn_agents:where"), RunOptions(mode="process", workers=2, concurrency=2))
+print(sum(o.case_run.passed for o in outs), "passed")
+"""
+
+
+def test_a_script_without_a_main_guard_runs_and_no_host_runs_it_again(project: Path) -> None:
+    """multiprocessing's spawn would run the script again in each host (and fail without the guard)."""
+    (project / "script.py").write_text(SCRIPT)
+    done = subprocess.run([sys.executable, "script.py"], cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "4 passed", done.stderr[-3000:]
+    assert len((project / "ran.txt").read_text().split()) == 1
