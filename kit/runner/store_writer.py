@@ -81,7 +81,7 @@ def _run(args: RunRequest, the_plan: Any) -> int:
     if shard:
         cases = shard_cases(cases, *shard, runs=args.runs)
     agent = the_plan.agent
-    rules = _rules(the_plan, cases, args)
+    rules = _rules(the_plan, suite_cases, args)  # the whole suite's: a shard's run row becomes the merged run's
 
     jobs = jobs_for(cases, args.runs)
     ids = [c.id for c in cases]

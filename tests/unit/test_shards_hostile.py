@@ -121,3 +121,13 @@ def test_a_shard_without_its_record_is_refused(project, capsys):
     assert merge(out) == 2
     assert "old.json: no shard record" in capsys.readouterr().err
     assert stored_runs(project) == []
+
+
+def test_the_merged_run_holds_every_slices_rules(project, capsys):
+    """Each shard records the whole suite's rules, so the merged run (whose row is shard 1's) holds b's own
+    floor, although b ran in shard 2."""
+    (project / "cases.yaml").write_text(cases_yaml(COUNTS, floors={"b": 0.0}))
+    shards = [shard(i, f"f{i}") for i in (1, 2, 3)]
+    assert merge(*shards) == 1  # b fails its one attempt...
+    capsys.readouterr()
+    assert kit(["gate", "--store", "m.duckdb", "--run", "ci-1"]) == 0  # ...and its own floor 0.0 lets it pass
