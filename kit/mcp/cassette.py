@@ -75,6 +75,8 @@ class McpCassette:
             raise KitInputError(f"{p}: no MCP cassette: record one first (kit mcp record --out {p} -- ...)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise KitInputError(f"{p}: MCP cassette is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise KitInputError(f"{p}: MCP cassette is nested too deeply to read") from None
         problem = _problem(data)
         if problem:
             raise KitInputError(f"{p}: not an MCP cassette of format {FORMAT}: {problem}")
@@ -157,6 +159,31 @@ def _problem(data: Any) -> str | None:
             return f"call {i + 1} ({c['tool']}): needs exactly one of result and error"
     if not isinstance(data.get("server", {}), dict):
         return "server must be an object"
+    return _wire_problem(data)
+
+
+def _wire_problem(data: dict[str, Any]) -> str | None:
+    """What MCP itself would refuse: a tool or a result that is not one (found at load, not mid-run)."""
+    import mcp_types as types
+    from pydantic import ValidationError
+
+    def first(e: ValidationError) -> str:
+        err = e.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+
+    for t in data["tools"]:
+        try:
+            types.Tool.model_validate(t)
+        except ValidationError as e:
+            return f"tool {t['name']}: {first(e)}"
+    for i, c in enumerate(data["calls"]):
+        if "result" in c:
+            try:
+                types.CallToolResult.model_validate(c["result"])
+            except ValidationError as e:
+                return f"call {i + 1} ({c['tool']}): result {first(e)}"
+        elif not isinstance(c["error"], str) or not isinstance(c.get("code", 0), int):
+            return f"call {i + 1} ({c['tool']}): error must be a message (and code an integer)"
     return None
 
 
