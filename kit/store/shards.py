@@ -245,6 +245,9 @@ def _read_shard(con: Any, p: Path) -> Shard:
         raise KitInputError(
             f"results of cases not in the shard: {', '.join(sorted(cases - set(record.cases)))}", file=where
         )
+    if set(record.cases) - cases:
+        lost = ", ".join(sorted(set(record.cases) - cases)[:5])
+        raise KitInputError(f"cut or corrupt shard: no results for its cases {lost}", file=where)
     return Shard(where, str(run_id), agent, status, record)
 
 

@@ -131,3 +131,13 @@ def test_the_merged_run_holds_every_slices_rules(project, capsys):
     assert merge(*shards) == 1  # b fails its one attempt...
     capsys.readouterr()
     assert kit(["gate", "--store", "m.duckdb", "--run", "ci-1"]) == 0  # ...and its own floor 0.0 lets it pass
+
+
+def test_a_shard_that_lost_a_cases_results_is_refused(project, capsys):
+    out = shard(1, "lost.json", n=1)
+    data = json.loads((project / out).read_text())
+    data["case_results"] = [r for r in data["case_results"] if r["case_id"] != "c"]
+    (project / out).write_text(json.dumps(data))
+    assert merge(out) == 2
+    assert "lost.json: cut or corrupt shard: no results for its cases c" in capsys.readouterr().err
+    assert stored_runs(project) == []
