@@ -71,17 +71,18 @@ def test_the_desk_live_in_the_kits_runner(desk: str, bug: bool, model_url: str, 
 @pytest.mark.parametrize("desk", DESKS)
 def test_the_recorded_desk_judged_by_deepeval_and_the_kit(desk: str, bug: bool, case: Any) -> None:
     from deepeval_metrics.api import replay
+    from deepeval_metrics.api import test_case as deepeval_case
     from deepeval_metrics.oracle import oracle_metrics
 
     path = FIXTURES / f"{desk}{'-bug' if bug else ''}.json"
     assert _failed(evaluate(parse_trace(json.loads(path.read_text())), case).results) == (BUG if bug else {})
-    log = replay(path, case)
-    tc = __import__("deepeval_metrics.api", fromlist=["test_case"]).test_case(log)
+    log = replay(path, case)  # judged again by DeepEval's metrics, not presented
+    tc = deepeval_case(log)
     failed = {}
     for metric in oracle_metrics(case, log):
         metric.measure(tc)
         if not metric.is_successful():
-            failed[metric.__name__ if hasattr(metric, "__name__") else metric.name] = metric.reason
+            failed[metric.name] = metric.reason
     assert failed == (BUG if bug else {})
 
 
@@ -156,3 +157,22 @@ def test_a_conversation_of_several_agents_keeps_each_turns_handoffs() -> None:
     at = trace.handoffs[0].at
     assert (trace.spans[at - 1].name, trace.spans[at].agent) == ("transfer_to_billing", "billing")
     assert [(s.role, s.agent) for s in trace.spans if s.role == "user"] == [("user", "triage"), ("user", "triage")]
+
+
+@pytest.mark.parametrize("bug", [False, True])
+@pytest.mark.parametrize("desk", DESKS)
+def test_the_desk_live_through_deepeval(desk: str, bug: bool, model_url: str, case: Any, monkeypatch: Any) -> None:
+    from deepeval_metrics.api import run_agent
+    from deepeval_metrics.api import test_case as deepeval_case
+    from deepeval_metrics.oracle import oracle_metrics
+
+    monkeypatch.setenv("DESK_BUG", "1" if bug else "0")
+    log = run_agent(case, agent=f"_multiagent_desk:{desk}", timeout=60)
+    assert log.error is None, log.error
+    tc = deepeval_case(log)
+    failed = {}
+    for metric in oracle_metrics(case, log):
+        metric.measure(tc)
+        if not metric.is_successful():
+            failed[metric.name] = metric.reason
+    assert failed == (BUG if bug else {})
