@@ -159,6 +159,11 @@ def test_a_silent_server_times_out() -> None:
             '{"format": "kit-mcp-cassette/1", "tools": [], "calls": [{"tool": "x"}]}',
             "call 1 (x): needs exactly one of result and error",
         ),
+        (
+            '{"format": "kit-mcp-cassette/1", "tools": [{"name": "x", "inputSchema": 5}], "calls": []}',
+            "tool x: inputSchema: Input should be a valid dictionary",
+        ),
+        ("[" * 100_000, "nested too deeply to read"),
     ],
 )
 def test_a_bad_cassette_is_named(tmp_path: Path, content: str, says: str) -> None:
