@@ -51,7 +51,7 @@ def _tools_named(spec_type: str, params: dict[str, Any]) -> list[str]:
             names.append(v)
         elif isinstance(v, list):
             names.extend(v)
-    if spec_type == "trajectory":
+    if spec_type in ("trajectory", "allowed_tools"):
         names.extend(params["tools"])
     target = params.get("target")
     if isinstance(target, str) and target.startswith("tool:"):

@@ -64,3 +64,13 @@ def test_a_bad_trace_given_to_lint_is_a_problem(tmp_path: Path) -> None:
     report = lint(cases, traces=[str(tmp_path / "t.json")])
     assert report.code == 2
     assert "parent links form a cycle: a -> a" in str(report.problems[-1])
+
+
+def test_allowed_tools_names_are_held_against_the_tools_file(tmp_path: Path) -> None:
+    (tmp_path / "cases.yaml").write_text(
+        "- id: c\n  input: x\n  checks:\n    - {type: allowed_tools, tools: [lookup_order, isue_refund]}\n"
+    )
+    (tmp_path / "tools.json").write_text(json.dumps({"lookup_order": {}, "issue_refund": {}}))
+    report = lint(tmp_path / "cases.yaml")
+    assert report.code == 2
+    assert "tool 'isue_refund' is not in" in str(report.problems[0])
