@@ -116,3 +116,28 @@ def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch) -> 
     t = trace_dict(result, "refund")
     assert [(s["name"], s["input"], s["output"], s.get("server")) for s in tools(t)] == [(*c, "shop") for c in CALLS]
     assert os.environ.get("MCP_EXTRA_COMMAND") is None
+
+
+def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refund case of the desk's suite (server-scoped checks) judged on the live run and on its export."""
+    from kit.case import load_suite
+    from kit.doubles.openai_server import ScriptedOpenAIServer
+    from kit.evaluate import evaluate
+    from kit.runner import invoke
+    from kit.runner.agents import load_agent
+
+    sys.path.insert(0, str(HERE))
+    from _mcp_desk import desk_model
+
+    suite = load_suite(DATA / "desk_cases.yaml")
+    [case] = [c for c in suite.cases if c.id == "refund"]
+    monkeypatch.setenv("MCP_SHOP_COMMAND", json.dumps([sys.executable, str(HERE / "_mcp_shop.py")]))
+    with ScriptedOpenAIServer(desk_model) as srv:
+        monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
+        live = invoke(load_agent("_mcp_desk:run"), case, 0, timeout=60).case_run
+    [exported] = import_file(str(DATA / "agents_openinference.json"))
+    imported = evaluate(parse_trace({**exported, "case_id": "refund"}), case)
+    verdicts = [(r.name, r.passed, r.reason) for r in live.results]
+    assert verdicts == [(r.name, r.passed, r.reason) for r in imported.results]
+    assert all(passed for _, passed, _ in verdicts)
+    assert "arg:issue_refund.amount@server:shop" in [name for name, _, _ in verdicts]
