@@ -253,11 +253,12 @@ function judges(list) {
         h('td', {class: 'n'}, num(j[3], 2)), h('td', {class: j[4]}, j[4] || '-'), h('td', null, h('pre', null, s(j[5]))));
     })));
 }
-// The agents a failed check names: a check scoped to an agent says so first in its reason ("agent billing: ...").
+// The agents a failed check names: a check scoped to an agent says so first in its reason ("agent billing: ..."),
+// a handoff check's name starts with the agent handing off.
 function failingAgents(checks) {
   var out = {};
   (checks || []).forEach(function (c) {
-    var m = /^agent (.+?): /.exec(s(c[4]));
+    var m = /^agent (.+?): /.exec(s(c[4])) || /^handoff:([^>@#]+)>/.exec(S[c[0]]);  // a handoff's `from` is at fault
     if (c[2] !== 'pass' && m) out[m[1]] = true;
   });
   return out;

@@ -8,10 +8,11 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kit.case import load_suite
+from kit.case import load_suite, parse_case
 from kit.cli import main as kit
 from kit.evaluate import evaluate
 from kit.store import open_store
@@ -47,9 +48,11 @@ PROBE = """<script>
 </script></body>"""
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-def test_the_report_shows_the_agent_tree_and_marks_the_failing_agent(tmp_path: Path) -> None:
-    case = load_suite(FIXTURES / "desk.yaml").cases[0]
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+
+
+def _seen(tmp_path: Path, case: Any) -> dict[str, Any]:
+    """What the report of the desk's run with the bug, judged by `case`, shows once its row is opened."""
     store = open_store(tmp_path / "evals.duckdb")
     run_id = store.start_run("kit", agent="_multiagent_desk:agents_desk", model="desk-model")
     trace = parse_trace(json.loads((FIXTURES / "agents_desk-bug.json").read_text()))
@@ -60,7 +63,7 @@ def test_the_report_shows_the_agent_tree_and_marks_the_failing_agent(tmp_path: P
     probed = tmp_path / "probed.html"
     probed.write_text(out.read_text().replace("</body>", PROBE, 1))
     dom = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probed.as_uri()],
+        [CHROMIUM or "chromium", *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probed.as_uri()],
         capture_output=True,
         text=True,
         timeout=60,
@@ -68,7 +71,12 @@ def test_the_report_shows_the_agent_tree_and_marks_the_failing_agent(tmp_path: P
     assert dom.returncode == 0, dom.stderr[-2000:]
     found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
     assert found, dom.stdout[-3000:]
-    seen = json.loads(found.group(1).replace("&quot;", '"').replace("&gt;", ">").replace("&amp;", "&"))
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&gt;", ">").replace("&amp;", "&"))
+
+
+@needs_chromium
+def test_the_report_shows_the_agent_tree_and_marks_the_failing_agent(tmp_path: Path) -> None:
+    seen = _seen(tmp_path, load_suite(FIXTURES / "desk.yaml").cases[0])
     assert seen["agents"] == ["triagefailing", "↳ billing (handoff from triage)"]
     assert seen["bad"] == ["triagefailing"]
     assert seen["handoffs"] == ["handoff: triage → billing (handoff, after step 7)"]
@@ -76,3 +84,12 @@ def test_the_report_shows_the_agent_tree_and_marks_the_failing_agent(tmp_path: P
         ["agent triagefailing", True, ["lookup_order", "issue_refund", "transfer_to_billing"]],
         ["agent billing", False, []],
     ]
+
+
+@needs_chromium
+def test_a_failed_handoff_marks_the_agent_handing_off(tmp_path: Path) -> None:
+    checks = [{"type": "handoff", "from": "triage", "to": "billing", "before": "issue_refund"}]
+    case = parse_case({"id": "desk", "input": "x", "checks": checks}, file=None, base_dir=None, invariants={})
+    seen = _seen(tmp_path, case)
+    assert seen["bad"] == ["triagefailing"]
+    assert [b[:2] for b in seen["blocks"]] == [["agent triagefailing", True], ["agent billing", False]]
