@@ -78,6 +78,7 @@ class SpanAgents:
     def __init__(self, spans: list[OtelSpan]) -> None:
         self.by_id = {s.span_id: s for s in spans}
         self._own = {s.span_id: own_agent(s) for s in spans}
+        self.ids: dict[str, str] = {}  # agent name -> its id, where a span gives one
         self._check_ids(spans)
         self.of: dict[str, str | None] = {}
         for s in spans:
@@ -98,6 +99,7 @@ class SpanAgents:
             if agent_id is None or name is None:
                 continue
             seen = names.setdefault(agent_id, (name, s))
+            self.ids.setdefault(name, agent_id)
             if seen[0] != name:
                 raise KitInputError(
                     f"agent id {agent_id!r} is named {seen[0]!r} on span {seen[1].name!r} ({seen[1].span_id}) and "
@@ -145,6 +147,21 @@ class SpanAgents:
             if name == outer:
                 return True
         return False
+
+
+def tree(out: list[dict[str, Any]], events: list[dict[str, Any]], agents: SpanAgents) -> list[dict[str, Any]]:
+    """The agent tree as the trace reads it from its spans and handoffs, with each agent's id where a span
+    gives one (`gen_ai.agent.id`); [] when no agent has an id (the trace then reads the tree itself)."""
+    if not agents.ids:
+        return []
+    from kit.trace import parse_trace
+
+    steps = [{"kind": s["kind"], "agent": s.get("agent")} for s in out]
+    read = parse_trace({"case_id": "tree", "spans": steps, "handoffs": events}).agent_tree
+    return [
+        {**a.model_dump(exclude_none=True), **({"id": agents.ids[a.name]} if a.name in agents.ids else {})}
+        for a in read
+    ]
 
 
 def handoffs(out: list[dict[str, Any]], agents: SpanAgents) -> list[dict[str, Any]]:

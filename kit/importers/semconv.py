@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.errors import KitInputError
-from kit.importers.agents import SpanAgents, handoff_marker, handoffs
+from kit.importers.agents import SpanAgents, handoff_marker, handoffs, tree
 from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
 from kit.importers.mcp import McpSpans
 from kit.importers.otlp import OtelSpan
@@ -696,7 +696,9 @@ def _agent_fields(out: list[dict[str, Any]], agents: SpanAgents) -> dict[str, An
             s["agent"] = first
         else:
             break
-    return {"handoffs": handoffs(out, agents)}
+    events = handoffs(out, agents)
+    declared = tree(out, events, agents)
+    return {"handoffs": events, **({"agents": declared} if declared else {})}
 
 
 SESSION_ATTRS = ("gen_ai.conversation.id", "session.id")  # the GenAI conventions', OpenInference's

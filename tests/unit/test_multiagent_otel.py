@@ -125,3 +125,15 @@ def test_parent_links_that_form_a_cycle_are_refused(tmp_path: Path) -> None:
     with pytest.raises(KitInputError, match="parent links form a cycle") as e:
         import_file(_write(tmp_path, spans), case_id="desk")
     assert "export.json" in str(e.value)
+
+
+def test_agent_ids_go_into_the_tree(tmp_path: Path) -> None:
+    spans = _spans()
+    for s in spans:
+        name = s["attributes"].get("gen_ai.agent.name")
+        s["attributes"]["gen_ai.agent.id"] = f"asst_{name}"
+    trace = _imported(_write(tmp_path, spans))
+    assert [(a.name, a.id, a.parent, a.via) for a in trace.agent_tree] == [
+        ("triage", "asst_triage", None, None),
+        ("billing", "asst_billing", "triage", "tool"),
+    ]
