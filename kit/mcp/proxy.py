@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -104,16 +105,31 @@ class Passthrough:
         info = client.server_info
         self.name = info.name if info else "kit-mcp"
         self.version = info.version if info else ""
+        self.first_listing: list[dict[str, Any]] | None = None
+        self.changes: list[str] = []  # how the tools changed between listings, each told once
+        self.held: list[dict[str, Any]] | None = None
 
     async def list_tools(self) -> list[dict[str, Any]]:
-        # Each listing passes through as the server gives it (a description that changes is the agent's to see).
+        # Each listing passes through as the server gives it; a tool that changed since the first listing of
+        # this session (a rug pull, or a server updated mid-run) is told on stderr, naming it.
+        if self.held is not None:  # the listing the recorder made at start answers the agent's first
+            tools, self.held = self.held, None
+            return tools
         try:
-            return await list_all_tools(self.client, self.timeout)
+            tools = await list_all_tools(self.client, self.timeout)
         except TimeoutError:
             raise MCPError(INTERNAL_ERROR, f"the server did not answer tools/list within {self.timeout:g}s") from None
         except ValidationError as e:
             message = f"the server's tools/list answer is malformed: {e.errors()[0]['msg']}"
             raise MCPError(INTERNAL_ERROR, message) from None
+        if self.first_listing is None:
+            self.first_listing = tools
+        else:
+            for line in tool_differences(self.first_listing, tools):
+                if line not in self.changes:
+                    self.changes.append(line)
+                    print(f"kit mcp: the server's tools changed since its first listing: {line}", file=sys.stderr)
+        return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -147,6 +163,9 @@ class Recorder(Passthrough):
         """Lists the tools once and writes them: a cassette of another server version is refused, naming
         what differs, unless `overwrite`."""
         tools = await self.list_tools()
+        # The agent's first tools/list gets this listing: the server sees as many listings as the agent asks
+        # for (a server that changes its tools after the first listing changes them for the agent alike).
+        self.held = tools
         with locked(self.out):
             if self.out.exists() and not self.overwrite:
                 old = McpCassette.load(self.out)

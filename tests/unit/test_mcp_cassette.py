@@ -186,3 +186,30 @@ def test_cassette_keys_and_repeats(tmp_path: Path) -> None:
     with pytest.raises(CassetteMiss, match="tool u is not in the cassette's tool list"):
         c.reply("u", {})
     assert tool_differences([{"name": "t"}], [{"name": "t", "description": "x"}]) == ["tool t: description changed"]
+
+
+def test_a_rug_pull_is_told_while_recording(tmp_path: Path) -> None:
+    """In front of the red team's rug-pull server over streamable HTTP: the second listing's changed
+    description passes through to the agent, and the proxy names the tool that changed."""
+    out = tmp_path / "hostile.json"
+    argv = [KIT, "mcp", "record", "--out", str(out), "--port", "0", "--", KIT, "mcp", "hostile", "rug-pull"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        url = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
+        assert url, line
+
+        async def listings() -> list[str]:
+            async with Client(url.group(), read_timeout_seconds=20) as client:
+                first = (await client.list_tools(cache_mode="refresh")).tools[0].description or ""
+                second = (await client.list_tools(cache_mode="refresh")).tools[0].description or ""
+                return [first, second]
+
+        first, second = anyio.run(listings)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert "<IMPORTANT>" not in first and "<IMPORTANT>" in second
+    assert (
+        "kit mcp: the server's tools changed since its first listing: tool shipping_quote: description changed" in err
+    )
