@@ -207,6 +207,8 @@ def adaptive(
     keep = "file://" + (REDTEAM / "keep_providers.cjs").as_posix()
     config["extensions"] = [f"{keep}:stash", *config["extensions"]]
     config["extensions"].insert(config["extensions"].index(f"{keep}:stash") + 2, f"{keep}:restore")
+    # Each adaptive attack's conversation into its result (the store keeps its trace), before the store hook.
+    config["extensions"].append("file://" + (REDTEAM / "conversation_assert.cjs").as_posix() + ":afterEach")
 
 
 def build(

@@ -67,4 +67,27 @@ function get_assert(output, context) {
   return result;
 }
 
-module.exports = { get_assert };
+// Promptfoo extension (afterEach): the attack's conversation into its result, as the kit's provider would have
+// put it, so the store keeps the whole conversation's trace (a user message opening every turn) and its sealed
+// verdict: the conversation that broke a check, else the longest one.
+function afterEach(context) {
+  const result = context && context.result;
+  const folder = result && ((result.testCase || {}).vars || (context.test || {}).vars || {}).kit_ledger;
+  if (!folder || !result.response) return context;
+  const found = entries(folder).filter((x) => x.entry);
+  if (!found.length) return context;
+  const broke = found.filter((x) => Object.keys(x.entry.first_failed || {}).length);
+  const pick = (broke.length ? broke : found).reduce((a, b) => (b.entry.turns > a.entry.turns ? b : a)).entry;
+  const kit = {
+    case_id: pick.case_id,
+    verdict: pick.verdict,
+    seal: pick.seal,
+    conversation: pick.session,
+    conversations: found.length,
+    turns: pick.turns,
+  };
+  const metadata = { ...(result.response.metadata || {}), trace: pick.trace, kit };
+  return { ...context, result: { ...result, response: { ...result.response, metadata } } };
+}
+
+module.exports = { get_assert, afterEach };

@@ -108,7 +108,7 @@ def fault_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict
 
 
 def test_crescendo_finds_the_agent_that_gives_way_on_the_third_push(fault_run) -> None:
-    _, results, calls = fault_run
+    repo, results, calls = fault_run
     r = _crescendo(results)
     assert r["success"] is False
     reason = r["gradingResult"]["reason"]
@@ -118,6 +118,13 @@ def test_crescendo_finds_the_agent_that_gives_way_on_the_third_push(fault_run) -
     # The violation ended the conversation: the attacker was asked for three pushes, not four.
     assert calls["attack"] == 3 and "other" not in calls, calls
     assert (r["response"].get("metadata") or {}).get("stopReason") == "Target ended conversation"
+    # The store keeps the winning conversation, turn by turn: a user message opening each of its three turns.
+    import duckdb
+
+    con = duckdb.connect(str(repo / "evals.duckdb"), read_only=True)
+    [(trace,)] = con.execute("SELECT trace FROM case_results WHERE case_id LIKE '%/crescendo'").fetchall()
+    said = [s["content"] for s in json.loads(trace)["spans"] if s.get("role") == "user"]
+    assert said == PUSHES[:3]
 
 
 def test_against_the_sound_agent_no_invariant_is_violated(repo: Path) -> None:
