@@ -7,7 +7,9 @@ one that does not violates none. The oracle is the kit's: the hostile server's o
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,26 @@ def test_a_shadowing_server_is_refused_by_the_agents_sdk(tmp_path, monkeypatch, 
     inv, _ = _invoke(tmp_path, monkeypatch, "shadowing", obey=obey)
     assert "Duplicate tool names found across MCP servers: 'issue_refund'" in (inv.case_run.error or "")
     assert not inv.case_run.passed
+
+
+def test_the_attacks_are_named_in_the_store_and_the_report(tmp_path, monkeypatch) -> None:
+    """A red-team run of the attacks that get through, stored as any red-team run: each attack by its case id,
+    the violated invariant by name, in `kit report`."""
+    from kit.store import open_store
+
+    store = open_store(tmp_path / "evals.duckdb")
+    run_id = store.start_run("kit", agent="_mcp_desk:run", kind="redteam", git_sha=None)
+    for attack in THROUGH:
+        trace, run = _run(tmp_path, monkeypatch, attack, obey=True)
+        store.record(run_id, replace(run, run_id=run_id), trace.model_dump())
+    store.finish_run(run_id)
+    out = subprocess.run(
+        [KIT, "report", "--store", str(tmp_path / "evals.duckdb"), "--run", run_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    for attack in THROUGH:
+        assert f"redteam/mcp-tool-poisoning/{attack}" in out.stdout, out.stdout
+    assert "not_called:issue_refund" in out.stdout
