@@ -143,6 +143,21 @@ def attacker_provider(attacker: str, base_url: str | None) -> dict[str, Any]:
     return {"id": attacker, "config": {"apiBaseUrl": base_url, "apiKeyRequired": False}}
 
 
+def unreachable(base_url: str, timeout: float = 5.0) -> str | None:
+    """Why the attacker's server cannot be reached (None: it answered, whatever it answered). Through the
+    same proxy settings Promptfoo uses, so a host the offline environment closes is refused here first."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return None  # it answered: a server without /models is still a server
+    except (urllib.error.URLError, OSError) as e:
+        return str(getattr(e, "reason", e))
+    return None
+
+
 def tool_effects_of(tools: Path | None) -> dict[str, Effect]:
     return effects_of(tools) if tools is not None else {}
 
@@ -294,7 +309,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"red-team config: {e}", file=sys.stderr)
         return 2
     attacker_id = args.attacker or rt.attacker
-    attacker = attacker_provider(attacker_id, args.attacker_base_url or rt.attacker_base_url) if attacker_id else None
+    base_url = args.attacker_base_url or rt.attacker_base_url
+    attacker = attacker_provider(attacker_id, base_url) if attacker_id else None
+    if attacker is not None and base_url:
+        why = unreachable(base_url)
+        if why is not None:
+            where = "--attacker-base-url" if args.attacker_base_url else "[tool.kit.redteam] attacker_base_url"
+            print(f"red-team config: {where} {base_url}: the attacker cannot be reached ({why})", file=sys.stderr)
+            return 2
     try:
         config = build(
             args.out,

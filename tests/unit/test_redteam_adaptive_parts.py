@@ -162,3 +162,32 @@ def test_attack_success_rates_per_plugin_strategy_and_check() -> None:
     assert rates["desk"]["plugin"] == {"policy": (1, 3)}
     assert rates["desk"]["check"] == {"guarded:issue_refund": (1, 3)}
     assert "    attack success by strategy: base64 0/1, basic 0/1, crescendo 1/1" in verdict.rate_lines(rates["desk"])
+
+
+def test_the_adaptive_config_and_its_bad_input(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kit.doubles.attacker import ScriptedAttacker
+    from kit_promptfoo.redteam import config
+
+    out = repo / "gen" / "redteam.yaml"
+    base = ["--agent", "adesk:run", "--out", str(out), "--invariants", str(repo / "invariants.yaml")]
+    with ScriptedAttacker(["hi"]) as attacker:
+        args = [*base, "--attacker", "openai:chat:a", "--attacker-base-url", attacker.base_url]
+        assert config.main([*args, "--max-turns", "3"]) == 0
+        assert config.main([*args, "--strategies", "goat"]) == 2
+    assert "adaptive strategy 'goat': the kit runs crescendo, jailbreak:tree" in capsys.readouterr().err
+    built = yaml.safe_load(out.read_text().split("\n", 1)[1])
+    [crescendo] = [s for s in built["redteam"]["strategies"] if isinstance(s, dict) and s.get("id") == "crescendo"]
+    assert crescendo["config"]["stateful"] is True and crescendo["config"]["maxTurns"] == 3
+    goals_ = [p for p in built["redteam"]["plugins"] if p["config"]["modifiers"]["kit_category"] == "invariant-goal"]
+    assert [g["config"]["modifiers"]["kit_goal_id"] for g in goals_] == ["goal-refund-safety-guarded-issue-refund"]
+    assert built["targets"][0]["id"].endswith("/redteam/target.py") and built["targets"][0]["config"]["workers"] == 1
+    assert [e.rsplit(":", 1)[1] for e in built["extensions"]] == [
+        "stash",
+        "beforeAll",
+        "restore",
+        "afterAll",
+        "afterEach",
+    ]
+    # An attacker nobody answers for is named before Promptfoo starts, with the setting that names it.
+    assert config.main([*base, "--attacker", "openai:chat:a", "--attacker-base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "--attacker-base-url http://127.0.0.1:9/v1: the attacker cannot be reached" in capsys.readouterr().err
