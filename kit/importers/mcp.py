@@ -173,14 +173,55 @@ def _as_genai(s: OtelSpan, by_id: dict[str, OtelSpan]) -> OtelSpan:
 # --- what the OpenAI Agents SDK returns -------------------------------------------------------------------
 
 
+HOSTED_SKIPPED = frozenset({"mcp_list_tools", "mcp_approval_request", "mcp_approval_response"})
+
+
+def hosted_mcp_items(items: Iterable[Any]) -> list[Any]:
+    """Responses-API items with each hosted MCP call (`mcp_call`: the model provider called the MCP server,
+    the result is in the same item) as a function call and its output (a failed call's output
+    `{"error": ...}`), and MCP's own listing and approval items left out. Other items are kept as they are."""
+    out: list[Any] = []
+    for raw in items:
+        item = raw if isinstance(raw, dict) else None
+        kind = item.get("type") if item is not None else getattr(raw, "type", None)
+        if kind in HOSTED_SKIPPED:
+            continue
+        if kind != "mcp_call":
+            out.append(raw)
+            continue
+        item = item if item is not None else raw.model_dump(mode="json", exclude_none=True)
+        call_id = item.get("id")
+        out.append(
+            {"type": "function_call", "call_id": call_id, "name": item.get("name"), "arguments": item.get("arguments")}
+        )
+        error = item.get("error")
+        if isinstance(error, dict):  # a protocol or HTTP error's message, or a failed tool's own content
+            said = error.get("message") or result_value(error.get("content"))
+            error = said if isinstance(said, str) else json.dumps(said)
+        output = {"error": error} if error not in (None, "") else item.get("output")
+        out.append(
+            {
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": output if isinstance(output, str) else json.dumps(output),
+            }
+        )
+    return out
+
+
 def agents_sdk_servers(result: Any) -> dict[str, str]:
-    """Call id -> MCP server, for the items of an Agents SDK RunResult that came from an MCP tool."""
+    """Call id -> MCP server, for the items of an Agents SDK RunResult that came from an MCP tool (a local
+    server's, by `tool_origin`; a hosted one's `mcp_call`, by its `server_label`)."""
     out: dict[str, str] = {}
     for item in getattr(result, "new_items", None) or []:
         origin = getattr(item, "tool_origin", None)
         server = getattr(origin, "mcp_server_name", None)
         raw = getattr(item, "raw_item", None)
         call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+        hosted = raw if isinstance(raw, dict) else {"type": getattr(raw, "type", None)}
+        if hosted.get("type") == "mcp_call":
+            server = raw.get("server_label") if isinstance(raw, dict) else getattr(raw, "server_label", None)
+            call_id = raw.get("id") if isinstance(raw, dict) else getattr(raw, "id", None)
         if isinstance(server, str) and isinstance(call_id, str):
             out[call_id] = server
     return out

@@ -38,6 +38,7 @@ TRACE_FIELDS = frozenset(
 )
 RESPONSES_TYPES = frozenset(
     {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call", "custom_tool_call_output"}
+    | {"mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response"}
 )
 EXPECTED = "expected a trace dict, a Trace or an OpenAI message list"
 # pydantic-ai ends a run with structured output through a tool of this name (or this prefix).
@@ -269,6 +270,9 @@ def _python_or_json(text: Any) -> Any:
 def _from_responses(items: Iterable[Any], usage: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Responses-API items as chat messages: a run of assistant items (text, function calls) is one model
     call, with the n-th call's usage when `usage` lists one per call."""
+    from kit.importers.mcp import hosted_mcp_items  # a hosted MCP call is a call and its output
+
+    items = hosted_mcp_items(items)
     messages: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     calls = 0

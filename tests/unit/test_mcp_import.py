@@ -141,3 +141,39 @@ def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch)
     assert verdicts == [(r.name, r.passed, r.reason) for r in imported.results]
     assert all(passed for _, passed, _ in verdicts)
     assert "arg:issue_refund.amount@server:shop" in [name for name, _, _ in verdicts]
+
+
+def test_hosted_mcp_calls_in_responses_items() -> None:
+    """A hosted MCP tool's items (the OpenAI Agents SDK's HostedMCPTool: the provider calls the server): each
+    `mcp_call` is a call with its output or error, and MCP's listing and approval items are no steps."""
+    from openai.types.responses.response_output_item import McpCall, McpListTools
+
+    from kit.runner.frameworks import trace_dict
+
+    items = [
+        {"role": "user", "content": "Please refund order ORD-7."},
+        McpListTools(id="l1", server_label="shop", tools=[], type="mcp_list_tools"),
+        McpCall(
+            id="m1",
+            name="lookup_order",
+            arguments='{"order_id": "ORD-7"}',
+            server_label="shop",
+            type="mcp_call",
+            output=json.dumps(CALLS[0][2]),
+        ),
+        McpCall(
+            id="m2",
+            name="issue_refund",
+            arguments='{"order_id": "ORD-7", "amount": 42.0}',
+            server_label="shop",
+            type="mcp_call",
+            error={"type": "mcp_protocol_error", "code": -32603, "message": "refunds are closed"},
+        ),
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sorry."}]},
+    ]
+    t = trace_dict(items, "refund")
+    assert [(s["name"], s["input"], s["output"], s["error"]) for s in tools(t)] == [
+        (*CALLS[0], None),
+        ("issue_refund", CALLS[1][1], {"error": "refunds are closed"}, "refunds are closed"),
+    ]
+    assert t["final_output"] == "Sorry."
