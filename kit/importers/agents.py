@@ -5,8 +5,9 @@ An agent is named by, on a span or its nearest ancestor that names one:
 - OpenInference: `agent.name` on an AGENT span (the OpenAI Agents SDK's instrumentation; `graph.node.parent_id`
   names the agent that handed off to it);
 - OpenLLMetry: `traceloop.entity.name` on a span whose `traceloop.span.kind` is `agent`;
-- LangGraph (through OpenInference's LangChain instrumentation): the subgraph a node runs in, the last part of
-  its `metadata.checkpoint_ns` (`billing:<uuid>`), as `create_react_agent(name=...)` agents run as subgraphs.
+- LangGraph (through OpenInference's LangChain instrumentation): the subgraph a node runs in, from its task path
+  `metadata.langgraph_checkpoint_ns` (`billing:<id>|agent:<id>`), as `create_react_agent(name=...)` agents run
+  as subgraphs; the nodes of a single graph are no agents.
 
 An agent whose spans sit inside another agent's (called as a tool, or delegated to from a tool) was called by it;
 a change of agent between siblings is a handoff. A trace whose parent links form a cycle, or whose agent
@@ -27,18 +28,22 @@ def _str(v: Any) -> str | None:
 
 
 def _langgraph_agent(attrs: dict[str, Any]) -> str | None:
-    """The LangGraph subgraph a span runs in, from OpenInference's `metadata` (JSON text)."""
+    """The LangGraph subgraph a span runs in, from OpenInference's `metadata` (JSON text): its task path
+    `langgraph_checkpoint_ns` is `<subgraph>:<id>|...|<node>:<id>`, and the innermost subgraph around the node
+    is the agent. A node of the top graph (one part: a single `create_react_agent`'s `agent` and `tools`) is no
+    agent of its own."""
     raw = attrs.get("metadata")
-    if not isinstance(raw, str) or "checkpoint_ns" not in raw:
+    if not isinstance(raw, str) or "langgraph_checkpoint_ns" not in raw:
         return None
     try:
         meta = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    ns = meta.get("checkpoint_ns") if isinstance(meta, dict) else None
-    if not isinstance(ns, str) or not ns:
+    ns = meta.get("langgraph_checkpoint_ns") if isinstance(meta, dict) else None
+    if not isinstance(ns, str):
         return None
-    return _str(ns.split("|")[-1].split(":")[0])
+    parts = ns.split("|")
+    return _str(parts[-2].split(":")[0]) if len(parts) > 1 else None
 
 
 def own_agent(span: OtelSpan) -> str | None:

@@ -137,3 +137,11 @@ def test_agent_ids_go_into_the_tree(tmp_path: Path) -> None:
         ("triage", "asst_triage", None, None),
         ("billing", "asst_billing", "triage", "tool"),
     ]
+
+
+def test_the_nodes_of_a_single_langgraph_agent_are_no_agents() -> None:
+    """A single create_react_agent (tests/unit/_desk_frameworks.py) through OpenInference's LangChain
+    instrumentation: its `agent` and `tools` nodes are steps of one agent, never agents handing off."""
+    trace = _imported(FIXTURES / "otel-langgraph-one-agent.json")
+    assert trace.agent_tree == () and trace.handoffs == []
+    assert trace.tool_names == ("lookup_order", "issue_refund")
