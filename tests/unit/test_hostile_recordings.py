@@ -26,17 +26,22 @@ def _record(case: str, conversation: str, start_ns: int, exporter: Any) -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("app")
     common = {"gen_ai.conversation.id": conversation, "kit.case_id": case}
-    with tracer.start_as_current_span("invoke_agent desk", start_time=start_ns, attributes=common) as root:
+    # Each span is ended at its own time (end_on_exit off: the context manager would end it again).
+    with tracer.start_as_current_span(
+        "invoke_agent desk", start_time=start_ns, attributes=common, end_on_exit=False
+    ) as root:
         with tracer.start_as_current_span(
             "chat m",
             start_time=start_ns + 1000,
             attributes={**common, "gen_ai.operation.name": "chat", "gen_ai.request.model": "m"},
+            end_on_exit=False,
         ) as s:
             s.end(start_ns + 2000)
         with tracer.start_as_current_span(
             f"execute_tool {case}_tool",
             start_time=start_ns + 3000,
             attributes={**common, "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"{case}_tool"},
+            end_on_exit=False,
         ) as t:
             t.end(start_ns + 4000)
         root.end(start_ns + 5000)
