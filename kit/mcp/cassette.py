@@ -191,9 +191,10 @@ def _wire_problem(data: dict[str, Any]) -> str | None:
 def locked(path: Path) -> Iterator[None]:
     """Held while a recorder merges into the file: several sessions (one per agent run) record at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.name}.lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    # The folder is the lock (a lock file would be left beside the cassette, in the user's repository).
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -213,3 +213,25 @@ def test_a_rug_pull_is_told_while_recording(tmp_path: Path) -> None:
     assert (
         "kit mcp: the server's tools changed since its first listing: tool shipping_quote: description changed" in err
     )
+
+
+def test_sessions_recording_at_once_all_land_in_the_cassette(tmp_path: Path) -> None:
+    """One session per agent run: four recorders at once merge into one file under its folder's lock."""
+    out = tmp_path / "shop.json"
+    proxy = StdioServerParameters(command=KIT, args=["mcp", "record", "--out", str(out), "--", *SHOP])
+
+    async def session(order: str) -> None:
+        async with Client(proxy, read_timeout_seconds=30) as client:
+            await client.call_tool("lookup_order", {"order_id": order})
+            await client.call_tool("issue_refund", {"order_id": order, "amount": 1})
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for order in ("ORD-7", "ORD-8", "ORD-9", "ORD-10"):
+                tg.start_soon(session, order)
+
+    anyio.run(main)
+    calls = json.loads(out.read_text())["calls"]
+    assert len(calls) == 8
+    assert {c["arguments"]["order_id"] for c in calls} == {"ORD-7", "ORD-8", "ORD-9", "ORD-10"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shop.json"]  # no lock or temporary file left
