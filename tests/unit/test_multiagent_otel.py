@@ -145,3 +145,20 @@ def test_the_nodes_of_a_single_langgraph_agent_are_no_agents() -> None:
     trace = _imported(FIXTURES / "otel-langgraph-one-agent.json")
     assert trace.agent_tree == () and trace.handoffs == []
     assert trace.tool_names == ("lookup_order", "issue_refund")
+
+
+def test_an_agent_called_as_a_tool_is_seen_whole_in_the_export(case: Any) -> None:
+    """The Agents SDK's agents-as-tools: its RunResult holds only triage's steps, its export billing's too,
+    nested in triage's tool call (via: tool), so billing's refund is judged as billing's."""
+    trace = _imported(FIXTURES / "otel-agents-tool.json")
+    assert [(a.name, a.parent, a.via) for a in trace.agent_tree] == [
+        ("triage", None, None),
+        ("billing", "triage", "tool"),
+    ]
+    assert [(s.name, s.agent) for s in trace.tool_calls] == [
+        ("lookup_order", "triage"),
+        ("ask_billing", "triage"),
+        ("issue_refund", "billing"),
+    ]
+    failed = {r.name: r.reason for r in evaluate(trace, case).results if not r.passed}
+    assert failed == {}  # the handoff check counts the call, any way it was made
