@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kit import yamlio
 from kit.errors import KitInputError
 
@@ -37,7 +39,12 @@ def _results_file(store: Any, ref: str) -> tuple[str, Path]:
     from kit.store import queries as q
 
     with store.connect() as con:
-        run_id = q.resolve_run(con, ref, source="promptfoo", kind="redteam")
+        try:
+            run_id = q.resolve_run(con, ref, source="promptfoo", kind="redteam")
+        except q.RunNotFound as e:
+            raise KitInputError(
+                f"{e}: `kit redteam keep` needs a Promptfoo red-team run", file=str(store.path)
+            ) from None
         row = con.execute("SELECT meta FROM runs WHERE run_id = ?", [run_id]).fetchone()
     meta = json.loads(row[0]) if row and row[0] else {}
     if not meta.get("file"):
@@ -67,13 +74,17 @@ def broken_conversations(results: Path) -> list[dict[str, Any]]:
         if not folder.is_dir():
             raise KitInputError(f"attack {attack}: its conversations are gone", file=str(folder))
         for f in sorted(folder.glob("*.json")):
-            entry = json.loads(f.read_text(encoding="utf-8"))
-            failed = sorted((entry.get("first_failed") or {}).items(), key=lambda kv: kv[1])
+            try:
+                entry = json.loads(f.read_text(encoding="utf-8"))
+                failed = sorted((entry.get("first_failed") or {}).items(), key=lambda kv: int(kv[1]))
+                session = str(entry["session"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+                raise KitInputError(f"not a conversation of the red-team target: {e}", file=str(f)) from None
             if not failed:
                 continue
             check, turn = failed[0]
             users = list(entry.get("users") or [])[: turn + 1]
-            out.append({"attack": attack, "session": entry["session"], "check": check, "turn": turn, "turns": users})
+            out.append({"attack": attack, "session": session, "check": check, "turn": turn, "turns": users})
     return out
 
 
@@ -91,7 +102,10 @@ def _attack_id(found: dict[str, Any], ids: set[str]) -> str:
 def keep(attacks: Path, found: list[dict[str, Any]]) -> list[str]:
     """Append each conversation to `attacks` as a `kept` attack (one JSON line: valid YAML); the ids added."""
     text = attacks.read_text(encoding="utf-8") if attacks.exists() else "attacks:\n"
-    data = yamlio.safe_load(text) or {}
+    try:
+        data = yamlio.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise KitInputError(f"not valid YAML: {e}", file=str(attacks)) from None
     if not isinstance(data, dict) or not isinstance(data.get("attacks", []), list):
         raise KitInputError("expected `attacks:`, a list of {id, category, text}", file=str(attacks))
     have = {str(a.get("text")) for a in data.get("attacks") or [] if isinstance(a, dict)}
@@ -110,11 +124,12 @@ def keep(attacks: Path, found: list[dict[str, Any]]) -> list[str]:
         added.append(attack_id)
     if not added:
         return []
-    if data.get("attacks") is None and "attacks:" in text and not text.rstrip().endswith("attacks:"):
-        raise KitInputError("`attacks:` is not the file's last key: add the kept attacks by hand", file=str(attacks))
     new = text + ("" if text.endswith("\n") else "\n") + "".join(lines)
-    kept = (yamlio.safe_load(new) or {}).get("attacks") or []
-    if [a.get("id") for a in kept[-len(added) :]] != added:
+    try:
+        kept = (yamlio.safe_load(new) or {}).get("attacks") or []
+    except yaml.YAMLError:
+        kept = []
+    if [a.get("id") for a in kept[-len(added) :] if isinstance(a, dict)] != added:
         raise KitInputError("the kept attacks would not land in `attacks:` (is it the last key?)", file=str(attacks))
     attacks.write_text(new, encoding="utf-8")
     return added
@@ -130,7 +145,10 @@ def main(args: argparse.Namespace) -> int:
         raise KitInputError("the kit's generic attacks are not yours to extend: name your file with --attacks")
     if not attacks.is_absolute() and args.attacks is None:
         attacks = project_root(settings) / attacks
-    run_id, results = _results_file(open_store(args.store or settings.store), args.run)
+    store_path = Path(args.store) if args.store else settings.store
+    if not store_path.is_file():
+        raise KitInputError("no such store: run the red team first (`make evals`)", file=str(store_path))
+    run_id, results = _results_file(open_store(store_path), args.run)
     found = broken_conversations(results)
     if not found:
         print(f"kit redteam keep: run {run_id} holds no conversation that broke an invariant: nothing to keep")
