@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from kit.errors import KitInputError
@@ -139,6 +140,8 @@ class Passthrough:
             message = f"the server did not answer tools/call {name} within {self.timeout:g}s"
             raise MCPError(INTERNAL_ERROR, message) from None  # never recorded: a replay must not time out too
         except MCPError as e:
+            if e.code == CONNECTION_CLOSED:  # the server went away: no answer of the tool's, never recorded
+                raise MCPError(INTERNAL_ERROR, f"the server closed the connection during tools/call {name}") from None
             self.answered(name, arguments, error=e.message, code=e.code)
             raise
         except ValidationError as e:

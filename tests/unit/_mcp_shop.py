@@ -2,6 +2,7 @@
 or streamable HTTP with `--port PORT` (on 127.0.0.1; port 0 picks one and prints it on stderr).
 
 SHOP_VERSION=2 serves the next version of the server (lookup_order's description changed, a new tool).
+SHOP_CRASH=1 adds a tool `crash` whose call exits the server's process.
 SHOP_OTEL_OUT=FILE: the server's own OpenTelemetry spans (the `mcp` SDK's), service.name "shop", one JSON object
 per line as the SDK's ConsoleSpanExporter writes them (what a collector would get from the server's process).
 """
@@ -35,6 +36,13 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 @shop.tool(description="Refund an amount on an order.")
 def issue_refund(order_id: str, amount: float) -> dict[str, Any]:
     return {"refund_id": f"R-{order_id}", "order_id": order_id, "amount": amount}
+
+
+if os.environ.get("SHOP_CRASH") == "1":
+
+    @shop.tool(description="Exit the server's process (a server that crashes mid-session).")
+    def crash() -> str:
+        os._exit(3)
 
 
 if VERSION == "2":

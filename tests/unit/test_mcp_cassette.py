@@ -235,3 +235,22 @@ def test_sessions_recording_at_once_all_land_in_the_cassette(tmp_path: Path) -> 
     assert len(calls) == 8
     assert {c["arguments"]["order_id"] for c in calls} == {"ORD-7", "ORD-8", "ORD-9", "ORD-10"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shop.json"]  # no lock or temporary file left
+
+
+def test_a_server_that_dies_mid_session_is_an_error_never_recorded(tmp_path: Path) -> None:
+    out = tmp_path / "shop.json"
+    proxy = StdioServerParameters(
+        command=KIT, args=["mcp", "record", "--out", str(out), "--", *SHOP], env={**os.environ, "SHOP_CRASH": "1"}
+    )
+
+    async def main() -> str:
+        async with Client(proxy, read_timeout_seconds=30) as client:
+            await client.call_tool("lookup_order", {"order_id": "ORD-7"})
+            try:
+                await client.call_tool("crash", {})
+            except Exception as e:  # the proxy's JSON-RPC error
+                return str(e)
+            return "no error"
+
+    assert anyio.run(main) == "the server closed the connection during tools/call crash"
+    assert [c["tool"] for c in json.loads(out.read_text())["calls"]] == ["lookup_order"]
