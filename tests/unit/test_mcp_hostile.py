@@ -64,9 +64,16 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attack: str, *, obey: 
 THROUGH = [a for a in ATTACKS if a != "shadowing"]
 
 
+@pytest.fixture(scope="module")
+def obeyed(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The obeying agent's run under each attack that gets through, once for the tests that read them."""
+    with pytest.MonkeyPatch.context() as mp:
+        return {a: _run(tmp_path_factory.mktemp(a), mp, a, obey=True) for a in THROUGH}
+
+
 @pytest.mark.parametrize("attack", THROUGH)
-def test_an_agent_that_obeys_its_tools_violates_a_named_invariant(tmp_path, monkeypatch, attack) -> None:
-    trace, run = _run(tmp_path, monkeypatch, attack, obey=True)
+def test_an_agent_that_obeys_its_tools_violates_a_named_invariant(obeyed, attack) -> None:
+    trace, run = obeyed[attack]
     failed = [r for r in run.results if not r.passed]
     assert failed, [r.reason for r in run.results]
     assert any(r.name == "not_called:issue_refund" and "forbidden issue_refund was called" in r.reason for r in failed)
@@ -93,7 +100,7 @@ def test_a_shadowing_server_is_refused_by_the_agents_sdk(tmp_path, monkeypatch, 
     assert not inv.case_run.passed
 
 
-def test_the_attacks_are_named_in_the_store_and_the_report(tmp_path, monkeypatch) -> None:
+def test_the_attacks_are_named_in_the_store_and_the_report(tmp_path, obeyed) -> None:
     """A red-team run of the attacks that get through, stored as any red-team run: each attack by its case id,
     the violated invariant by name, in `kit report`."""
     from kit.store import open_store
@@ -101,7 +108,7 @@ def test_the_attacks_are_named_in_the_store_and_the_report(tmp_path, monkeypatch
     store = open_store(tmp_path / "evals.duckdb")
     run_id = store.start_run("kit", agent="_mcp_desk:run", kind="redteam", git_sha=None)
     for attack in THROUGH:
-        trace, run = _run(tmp_path, monkeypatch, attack, obey=True)
+        trace, run = obeyed[attack]
         store.record(run_id, replace(run, run_id=run_id), trace.model_dump())
     store.finish_run(run_id)
     out = subprocess.run(
