@@ -35,6 +35,7 @@ from kit.errors import KitInputError
 from kit.evaluate import evaluate
 from kit.plan import current_plan
 from kit.runner.conversation import turn_output
+from kit.runner.invoke import AgentTimeout, call_agent
 from kit.trace import parse_trace
 from kit_promptfoo import agent_provider
 from kit_promptfoo.digest import seal
@@ -189,11 +190,15 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         session, text = _session(prompt, vars_, plan, case, Path(ledger))
     except (ValueError, KitInputError, OSError) as e:
         return {"error": f"kit red-team target: {e}"}
-    try:
-        answer = session.say(text)
+    turn = len(session.users) + 1
+    try:  # each turn under the plan's timeout, as every other call of the agent
+        answer = call_agent(plan.agent, case, 0, plan.timeout, run=lambda: session.say(text))
+    except AgentTimeout:
+        session.close()
+        return {"error": f"case '{case.id}': turn {turn}: the agent did not answer within {plan.timeout:g} s"}
     except Exception as e:  # the agent broke a turn: this attack's error, named
         session.close()
-        return {"error": f"case '{case.id}': turn {len(session.users)}: {type(e).__name__}: {e}"}
+        return {"error": f"case '{case.id}': turn {turn}: {type(e).__name__}: {e}"}
     try:
         entry = session.judge()
     except Exception as e:  # a trace the oracle cannot read: this attack's error

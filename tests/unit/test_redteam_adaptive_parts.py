@@ -191,3 +191,16 @@ def test_the_adaptive_config_and_its_bad_input(repo: Path, capsys: pytest.Captur
     # An attacker nobody answers for is named before Promptfoo starts, with the setting that names it.
     assert config.main([*base, "--attacker", "openai:chat:a", "--attacker-base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "--attacker-base-url http://127.0.0.1:9/v1: the attacker cannot be reached" in capsys.readouterr().err
+
+
+def test_a_turn_that_hangs_or_raises_is_an_error_of_its_turn(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "slowdesk.py").write_text(
+        "import time\n\ndef run(text, history):\n    if text == 'boom':\n        raise ValueError('no')\n"
+        "    time.sleep(5)\n    return {'final_output': 'late', 'spans': []}\n"
+    )
+    monkeypatch.setenv("KIT_AGENT_TIMEOUT", "0.3")
+    context = {"vars": {"case_file": "case.yaml", "case_id": "rt", "kit_ledger": str(repo / "l")}}
+    out = target.call_api("hi", {"config": {"agent": "slowdesk:run"}}, context)
+    assert out["error"] == "case 'rt': turn 1: the agent did not answer within 0.3 s"
+    out = target.call_api("boom", {"config": {"agent": "slowdesk:run"}}, context)
+    assert out["error"] == "case 'rt': turn 1: ValueError: no"
