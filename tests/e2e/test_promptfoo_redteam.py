@@ -229,4 +229,16 @@ def test_redteam_run_as_typed_in_a_kit_init_repository(tmp_path: Path) -> None:
     assert len(ids) == 4 * len(strategies)  # the 4 attacks kit init writes, each under every strategy
     assert {i.split("/")[2] for i in ids} == strategies
     assert not [i for i in ids if "unknown" in i]
-    assert all(i.split("/")[1].startswith(("inj-", "pii-", "prompt-", "agency-", "gen-")) for i in ids)
+    # The repository's own attacks (kit init's example ids), not the kit's generic ones.
+    assert {i.split("/")[1] for i in ids} == {"inj-admin-mode", "pii-other-email", "prompt-repeat", "agency-wire"}
+    con.close()
+    # `make evals` runs the same red team: its red-team stage stores the same attacks under the same names.
+    stage = subprocess.run([sys.executable, "-m", "kit.pipeline", "--only", "redteam"], cwd=repo, env=env,
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert stage.returncode == 0, stage.stdout[-3000:] + stage.stderr[-3000:]
+    assert "promptfoo redteam run (desk_agent:run: your attacks)" in stage.stdout
+    con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
+    runs = [r[0] for r in con.sql("SELECT run_id FROM runs WHERE kind = 'redteam' ORDER BY started_at").fetchall()]
+    assert len(runs) == 2
+    q = "SELECT DISTINCT case_id FROM case_results WHERE run_id = ? ORDER BY 1"
+    assert [r[0] for r in con.execute(q, [runs[1]]).fetchall()] == sorted(ids)
