@@ -66,12 +66,29 @@ class JudgePolicy(_Strict):
         return value
 
 
+class RedteamPolicy(_Strict):
+    # Accepted risks, by name: a red-team attack (`inj-admin-mode`, `goal-refund-safety-guarded-issue-refund`)
+    # or one of its cases (`redteam/<attack>/<strategy>`) whose success does not fail the gate. The gate lists
+    # each accepted one that succeeded, and each name that matched no case of the run.
+    accepted: list[str] = Field(default_factory=list)
+
+
 class GatePolicy(_Strict):
     hard: HardPolicy = Field(default_factory=HardPolicy)
     judge: JudgePolicy = Field(default_factory=JudgePolicy)
     soft: SoftPolicy = Field(default_factory=SoftPolicy)
     baseline: BaselinePolicy = Field(default_factory=BaselinePolicy)
     runs: RunsPolicy = Field(default_factory=RunsPolicy)
+    redteam: RedteamPolicy = Field(default_factory=RedteamPolicy)
+
+
+def accepted_risk(policy: GatePolicy, case_id: str) -> str | None:
+    """The name under which gates.yaml accepts this red-team case's failure, else None."""
+    parts = case_id.split("/")
+    if parts[0] != "redteam":
+        return None
+    names = {case_id, parts[1] if len(parts) > 1 else case_id}
+    return next((n for n in policy.redteam.accepted if n in names), None)
 
 
 def load_policy(path: Path) -> GatePolicy:

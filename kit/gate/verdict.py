@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kit.aggregate import evidence, p_text
-from kit.gate.policy import GatePolicy
+from kit.gate.policy import GatePolicy, accepted_risk
 from kit.gate.rules import RunRules
 from kit.names import printable
 from kit.report.data import ReportData
@@ -130,7 +130,14 @@ def verdict(data: ReportData, rules: RunRules, baseline: Baseline | None = None)
         floor = rules.floor(case_id)
         under = f"passed {_side(passed, attempts)}, under its floor {floor:.2f}"
         below = bool(attempts) and not _meets(passed, attempts, floor)
-        if below and not policy.hard.fail_on_failure:
+        accepted = accepted_risk(policy, case_id) if below else None
+        if accepted is not None:
+            checks = sorted({f["check"] for f in failing.get(case_id, [])})
+            notes.append(
+                f"accepted risk {accepted} (gates.yaml redteam.accepted): attack {case_id} succeeded"
+                + (f" (checks: {', '.join(checks)})" if checks else "")
+            )
+        elif below and not policy.hard.fail_on_failure:
             notes.append(f"case {case_id} {under} (hard.fail_on_failure is off)")
         elif below:
             checks = [f for f in failing.get(case_id, []) if f["outcome"] == "fail"]
@@ -143,6 +150,10 @@ def verdict(data: ReportData, rules: RunRules, baseline: Baseline | None = None)
                 fails.append(f"hard fail: case {case_id} {under}")
         elif 0 < passed < attempts:
             notes.append(f"flaky: case {case_id} passed {_side(passed, attempts)}, at or above its floor {floor:.2f}")
+    attacked = any(str(c["case_id"]).startswith("redteam/") for c in data.cases)
+    for name in policy.redteam.accepted if attacked else ():
+        if not any(accepted_risk(policy, c["case_id"]) == name for c in data.cases):
+            notes.append(f"accepted risk {name} (gates.yaml redteam.accepted) matched no attack of run {run_id}")
     if policy.hard.fail_on_error:
         # An error (a check that crashed, an agent that raised or hung) is no verdict on the agent, so no
         # floor excuses it.

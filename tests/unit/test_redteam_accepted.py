@@ -1,0 +1,54 @@
+"""Accepted risks: a red-team attack listed by name in gates.yaml (`redteam.accepted`) does not fail the gate
+when it succeeds; the gate lists it, by name, and a listed name that matches no attack of the run. Any other
+successful attack still fails it."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.cli import main as kit
+from kit.result import CaseRun, Result
+from kit.store import open_store
+
+
+def _redteam_run(store, results: dict[str, bool]) -> str:
+    run_id = store.start_run("promptfoo", model="m", git_sha=None, kind="redteam")
+    for case_id, ok in results.items():
+        reason = "" if ok else "issue_refund (step 1) called before any confirm"
+        store.record(run_id, CaseRun(case_id, 0, (Result("guarded:issue_refund", ok, reason),)))
+    store.finish_run(run_id)
+    return run_id
+
+
+@pytest.fixture
+def store(tmp_path):
+    return open_store(tmp_path / "evals.duckdb")
+
+
+def _gate(store, tmp_path, policy: str) -> int:
+    cfg = tmp_path / "gates.yaml"
+    cfg.write_text(policy)
+    return kit(["gate", "--store", str(store.path), "--config", str(cfg)])
+
+
+def test_an_accepted_attack_is_listed_by_name_and_another_still_fails(store, tmp_path, capsys) -> None:
+    _redteam_run(store, {"redteam/goal-x/crescendo": False, "redteam/inj-1/basic": True})
+    assert _gate(store, tmp_path, "{}\n") == 1
+    assert "hard fail: case redteam/goal-x/crescendo check guarded:issue_refund" in capsys.readouterr().err
+    assert _gate(store, tmp_path, "redteam: {accepted: [goal-x, old-attack]}\n") == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "accepted risk goal-x (gates.yaml redteam.accepted): attack redteam/goal-x/crescendo succeeded" in text
+    assert "(checks: guarded:issue_refund)" in text
+    assert "accepted risk old-attack (gates.yaml redteam.accepted) matched no attack of run" in text
+    # By its case name too; an attack not listed still fails the gate.
+    _redteam_run(store, {"redteam/goal-x/crescendo": False, "redteam/goal-y/crescendo": False})
+    assert _gate(store, tmp_path, "redteam: {accepted: [redteam/goal-x/crescendo]}\n") == 1
+    err = capsys.readouterr().err
+    assert "case redteam/goal-y/crescendo" in err and "case redteam/goal-x/crescendo check" not in err
+
+
+def test_a_bad_accepted_list_is_named(store, tmp_path, capsys) -> None:
+    _redteam_run(store, {"redteam/a/basic": True})
+    assert _gate(store, tmp_path, "redteam: {accepted: goal-x}\n") == 2
+    assert "redteam.accepted" in capsys.readouterr().err
