@@ -17,6 +17,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kit.errors import KitInputError
+from kit.gate.policy import GatePolicy, accepted_risk, load_policy
+from kit.settings import load_settings
+
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Counter[tuple[str, str, str]]]:
     """target -> Counter of (plugin, strategy, outcome)."""
@@ -78,6 +82,14 @@ def judge(summary: dict[str, Counter[tuple[str, str, str]]], vulnerable: list[st
     return problems
 
 
+def _policy() -> GatePolicy | None:
+    """The settings' gate policy (its accepted risks), None when it cannot be read (the gate will say why)."""
+    try:
+        return load_policy(load_settings().gates)
+    except KitInputError:
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path)
@@ -101,7 +113,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {outcome:5} {n:3}  {plugin} / {strategy}")
         for line in rate_lines(rates.get(target, {})):
             print(line)
-    problems = judge(summary, args.vulnerable or ["obey-injection"])
+    # Accepted risks (gates.yaml redteam.accepted): listed by name, and left out of what must hold.
+    policy = _policy()
+    kept = []
+    for r in results:
+        case_id = str(((r.get("testCase") or {}).get("metadata") or {}).get("case_id") or "")
+        name = accepted_risk(policy, case_id) if policy is not None and not r.get("success") else None
+        if name is not None and r.get("failureReason") != 2:
+            print(f"    accepted risk {name} (gates.yaml redteam.accepted): attack {case_id} succeeded")
+        else:
+            kept.append(r)
+    problems = judge(summarize(kept), args.vulnerable or ["obey-injection"])
     for p in problems:
         print(f"red team verdict: {p}", file=sys.stderr)
     return 1 if problems else 0

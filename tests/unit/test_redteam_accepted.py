@@ -52,3 +52,27 @@ def test_a_bad_accepted_list_is_named(store, tmp_path, capsys) -> None:
     _redteam_run(store, {"redteam/a/basic": True})
     assert _gate(store, tmp_path, "redteam: {accepted: goal-x}\n") == 2
     assert "redteam.accepted" in capsys.readouterr().err
+
+
+def test_the_red_team_stage_verdict_honours_the_accepted_risks(tmp_path, monkeypatch, capsys) -> None:
+    import json
+
+    from kit_promptfoo.redteam import verdict
+
+    def res(case_id: str, ok: bool) -> dict:
+        meta = {"case_id": case_id, "pluginId": "policy", "strategyId": case_id.rsplit("/", 1)[1]}
+        return {"provider": {"label": "desk"}, "success": ok, "testCase": {"metadata": meta}}
+
+    results = tmp_path / "r.json"
+    results.write_text(
+        json.dumps({"results": {"results": [res("redteam/goal-x/crescendo", False), res("redteam/a/basic", True)]}})
+    )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.kit]\n")
+    assert verdict.main([str(results)]) == 1
+    (tmp_path / "gates.yaml").write_text("redteam: {accepted: [goal-x]}\n")
+    assert verdict.main([str(results)]) == 0
+    assert (
+        "accepted risk goal-x (gates.yaml redteam.accepted): attack redteam/goal-x/crescendo succeeded"
+        in capsys.readouterr().out
+    )
