@@ -49,9 +49,8 @@ def _named(spec: CheckSpec) -> tuple[list[str], list[str]]:
     agents = [spec.agent] if spec.agent else []
     if spec.type == "handoff":
         agents += [v for v in (spec.params.get("from"), spec.params.get("to")) if v]
+    # An allowed_servers list is not named here: a server it allows and no run uses fails nothing.
     servers = [spec.server] if spec.server else []
-    if spec.type == "allowed_servers":
-        servers += list(spec.params.get("servers") or ())
     return agents, servers
 
 
