@@ -36,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
     from kit.gate.rules import RunRules
     from kit.names import terminal
     from kit.report.compare_view import evidence_text
-    from kit.report.text import render_comparison
+    from kit.report.text import newly_successful_attacks, render_comparison
     from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
@@ -69,6 +69,7 @@ def main(args: argparse.Namespace) -> int:
         flips = {
             "pass_to_fail": [asdict(f) for f in cmp.pass_to_fail],
             "fail_to_pass": [asdict(f) for f in cmp.fail_to_pass],
+            "new_attacks": [f.case_id for f in newly_successful_attacks(cmp)],
         }
         print(json.dumps({"a": a, "b": b, **ev.to_json(), **flips}, indent=2))
     else:

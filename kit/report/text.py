@@ -70,6 +70,11 @@ def render(data: ReportData, *, reason_width: int = 100) -> str:
     return terminal("\n".join(out))
 
 
+def newly_successful_attacks(cmp: Any) -> list[Any]:
+    """The red-team attacks (`redteam/...` cases) that passed in A and fail in B: what an attacker newly wins."""
+    return [f for f in cmp.pass_to_fail if str(f.case_id).startswith("redteam/")]
+
+
 def render_comparison(cmp: Any, run_a: dict[str, Any], run_b: dict[str, Any]) -> str:
     """`kit compare A B`: flips each way with the checks that caused them, then every pass-rate change."""
     out = [
@@ -83,6 +88,10 @@ def render_comparison(cmp: Any, run_a: dict[str, Any], run_b: dict[str, Any]) ->
         for f in flips:
             why = ", ".join(map(_t, f.checks)) or "(no single check: see the failing attempts)"
             out.append(f"  {_t(f.case_id)}  {f.before:.2f} → {f.after:.2f}  checks: {why}")
+    attacks = newly_successful_attacks(cmp)
+    if attacks:  # a red-team attack the agent resisted in A and falls to in B
+        out.append(f"newly successful attacks: {len(attacks)}")
+        out += [f"  {_t(f.case_id)}  checks: {', '.join(map(_t, f.checks)) or '-'}" for f in attacks]
     moved = [c for c in cmp.changes if c.before != c.after]
     out.append(f"pass-rate changes: {len(moved)} of {len(cmp.changes)} common cases")
     for c in sorted(moved, key=lambda c: c.after - c.before):

@@ -76,3 +76,15 @@ def test_the_red_team_stage_verdict_honours_the_accepted_risks(tmp_path, monkeyp
         "accepted risk goal-x (gates.yaml redteam.accepted): attack redteam/goal-x/crescendo succeeded"
         in capsys.readouterr().out
     )
+
+
+def test_compare_names_the_attacks_that_newly_succeed(store, tmp_path, capsys) -> None:
+    import json
+
+    a = _redteam_run(store, {"redteam/goal-x/crescendo": True, "redteam/inj-1/basic": False})
+    b = _redteam_run(store, {"redteam/goal-x/crescendo": False, "redteam/inj-1/basic": False})
+    assert kit(["compare", a, b, "--store", str(store.path)]) == 0
+    out = capsys.readouterr().out
+    assert "newly successful attacks: 1\n  redteam/goal-x/crescendo  checks: guarded:issue_refund" in out
+    assert kit(["compare", a, b, "--store", str(store.path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["new_attacks"] == ["redteam/goal-x/crescendo"]
