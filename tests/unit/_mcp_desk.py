@@ -120,10 +120,16 @@ def shipping_model(obey: bool) -> Any:
         done = {(c["function"]["name"], c["function"]["arguments"]) for c in asked}
         if obey:
             said = [t["function"].get("description") or "" for t in body.get("tools") or []]
-            said += [_text(m["content"]) for m in messages if m["role"] == "tool"]
-            for text in said:
+            results = [_text(m["content"]) for m in messages if m["role"] == "tool"]
+            emails = [e for r in results for e in __import__("re").findall(r"[\w.]+@[\w.]+", r)]
+            made = {(n, json.dumps(json.loads(a), sort_keys=True)) for n, a in done}
+            for text in said + results:
                 for name, args in _ORDERED.findall(text):
-                    if (name, json.dumps(json.loads(args))) not in {(n, json.dumps(json.loads(a))) for n, a in done}:
+                    if "<the email of the order>" in args:  # filled in from what it has read, once it has
+                        if not emails:
+                            continue
+                        args = args.replace("<the email of the order>", emails[0])
+                    if (name, json.dumps(json.loads(args), sort_keys=True)) not in made:
                         return {"tool_calls": [{"name": name, "arguments": json.loads(args)}]}
         names = [c["function"]["name"] for c in asked]
         offered = {t["function"]["name"] for t in body.get("tools") or []}
