@@ -35,7 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _upstream_args(ver)
     ver.add_argument("--timeout", type=float, metavar="SECONDS", help="bound on every MCP call")
     hos = sub.add_parser("hostile", help="a malicious MCP server for the red team (kit.mcp.hostile)")
-    hos.add_argument("attack", metavar="ATTACK", help="poisoned-description, rug-pull, shadowing, result-injection or exfiltration")
+    attacks = "poisoned-description, rug-pull, shadowing, result-injection or exfiltration"
+    hos.add_argument("attack", metavar="ATTACK", help=attacks)
     _serving_args(hos)
     srv = sub.add_parser("serve", help="the server NAME of [tool.kit.mcp], in the settings' mode")
     srv.add_argument("name", metavar="NAME")
