@@ -43,8 +43,18 @@ def _token_usage(trace: dict[str, Any]) -> dict[str, int]:
     return {"prompt": prompt, "completion": completion, "total": prompt + completion, "numRequests": len(llm)}
 
 
-def _cost(trace: dict[str, Any]) -> float:
-    return float(sum(float(s.get("cost_usd") or 0) for s in trace.get("spans", [])))
+def _cost(trace: dict[str, Any]) -> float | None:
+    """The run's cost in USD where a span gives one (the agent's own figure, or its model's price from
+    kit.pricing), else None: an unknown model's cost is left out of the response, never reported as 0. The
+    store's rule: a 0 counts only on a model call."""
+    given = [
+        float(s["cost_usd"])
+        for s in trace.get("spans", [])
+        if isinstance(s, Mapping)
+        and s.get("cost_usd") is not None
+        and (s.get("cost_usd") != 0 or s.get("kind") == "llm")
+    ]
+    return sum(given) if given else None
 
 
 def _plan(req: KitVars) -> Plan:
@@ -110,10 +120,13 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         kit["verdict"] = verdict(run.case_run)
         kit["seal"] = seal(run_case.id, trace, kit["verdict"])
     kit["provider_ms"] = round((time.perf_counter() - started) * 1000, 3)
-    return {
+    out: dict[str, Any] = {
         "output": trace.get("final_output") or "",
         "tokenUsage": _token_usage(trace),
-        "cost": _cost(trace),
         "latencyMs": trace.get("latency_ms"),
         "metadata": {"trace": trace, "kit": kit},
     }
+    cost = _cost(trace)
+    if cost is not None:  # Promptfoo sums `cost`: an unpriced run gives none rather than a 0 nobody measured
+        out["cost"] = cost
+    return out

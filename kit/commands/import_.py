@@ -20,6 +20,7 @@ from typing import IO
 from kit.errors import KitInputError
 from kit.importers import FORMATS, iter_import
 from kit.importers.end_state import read_end_state
+from kit.pricing import price_table, priced
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +104,7 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
     seen: dict[str, set[int]] = {}
     held: str | None = None  # the first trace, until a second one says the output is a list
     n = bare = 0
+    prices = price_table()  # read once: model calls with tokens and no cost get their model's price, as live runs do
     try:
         state = read_end_state(args.end_state) if args.end_state else None
         traces = iter_import(
@@ -135,6 +137,7 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
                     notes.append(f"the run's own end_state ({', '.join(t['end_state'])}) replaced by {args.end_state}")
                 t.pop("end_state_columns", None)
                 t.update(state.fields())  # the tables' rows, and their columns and types (empty tables too)
+            priced(t, prices)
             bare += _no_content(t)
             text = json.dumps(t, indent=2, default=str)
             if n == 0:

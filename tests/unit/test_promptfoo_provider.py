@@ -189,3 +189,15 @@ def test_the_agent_a_config_names_is_the_agent_that_runs(monkeypatch: pytest.Mon
     )
     assert r["output"] == "ORD-777001 has shipped with UPS."
     assert r["metadata"]["kit"]["agent"] == "examples.my_agent:run"
+
+
+def test_cost_is_the_priced_models_and_left_out_for_an_unknown_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Promptfoo sums the providers' `cost`: a known model's tokens are priced (kit.pricing), and a model
+    with no known price gives no `cost` at all, never a 0.0 that reads like a measurement."""
+    monkeypatch.delenv("KIT_AGENT", raising=False)
+    module = "tests.unit.test_pricing"
+    known = agent_provider.call_api("hi", {"config": {"agent": f"{module}:known_model"}}, {"vars": {}})
+    assert known["cost"] == pytest.approx(0.0075)  # gpt-4o: 1000 in at $2.50/M, 500 out at $10/M
+    unknown = agent_provider.call_api("hi", {"config": {"agent": f"{module}:unknown_model"}}, {"vars": {}})
+    assert unknown["output"] == "hello" and unknown["tokenUsage"]["total"] == 1500
+    assert "cost" not in unknown
