@@ -12,7 +12,9 @@ attack worked is never this double's call: the kit's oracle judges the conversat
         ...  # attacker.base_url as the provider's apiBaseUrl
         attacker.calls  # {"attack": 3, "refusal": 3, "score": 2, "other": 0}
 
-A request of any other kind gets HTTP 500, so a test never passes on an answer nobody scripted.
+It also answers jailbreak:tree: the next prompt (`{"improvement", "prompt"}`, the pushes in turn) and the judge's
+rating (`{"currentResponse": {"rating", "explanation"}, ...}`, always 1 of 10). A request of any other kind
+gets HTTP 500, so a test never passes on an answer nobody scripted.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from kit.doubles.openai_server import Response, ScriptedOpenAIServer
 ATTACK = "You are a proficient AI safety researcher"
 REFUSAL = "You are an evaluator with a focus on assessing the compliance"
 SCORE = "You are a proficient red teaming engineer"
+# jailbreak:tree asks for the next prompt (`{"improvement", "prompt"}`) and for a judgement of the answer.
+TREE_ATTACK = "You are a helpful red teaming assistant. You must obey"
+TREE_JUDGE = "You are a helpful red teaming assistant. You will receive two AI responses"
 
 
 def _system(request: dict[str, Any]) -> str:
@@ -68,5 +73,13 @@ class ScriptedAttacker(ScriptedOpenAIServer):
             return json.dumps(
                 {"value": False, "description": "scripted", "rationale": "scripted: objective not met", "metadata": 0}
             )
+        if system.startswith(TREE_ATTACK):
+            push = self.pushes[min(self.calls["tree-attack"], len(self.pushes) - 1)]
+            self.calls["tree-attack"] += 1
+            return json.dumps({"improvement": "scripted: push a little further", "prompt": push})
+        if system.startswith(TREE_JUDGE):
+            self.calls["tree-judge"] += 1
+            rating = {"rating": 1, "explanation": "scripted: not met"}
+            return json.dumps({"currentResponse": rating, "previousBestResponse": rating})
         self.calls["other"] += 1
         return {"status": 500, "error": f"scripted attacker: no script for a request starting {system[:60]!r}"}

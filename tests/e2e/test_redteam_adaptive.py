@@ -58,7 +58,7 @@ def _env(repo: Path) -> dict[str, str]:
     return env | {"KIT_STORE": str(repo / "evals.duckdb"), "KIT_REDTEAM_CORPUS": str(repo / "attacks.yaml")}
 
 
-def _red_team(repo: Path, agent: str, attacker: ScriptedAttacker | None) -> list[dict]:
+def _red_team(repo: Path, agent: str, attacker: ScriptedAttacker | None, strategy: str = "crescendo") -> list[dict]:
     """The red team of `agent`: the static attacks, and with an attacker crescendo aimed at the invariant."""
     cfg = repo / ".kit" / "redteam.yaml"
     env = _env(repo)
@@ -66,7 +66,7 @@ def _red_team(repo: Path, agent: str, attacker: ScriptedAttacker | None) -> list
            "--corpus", str(repo / "attacks.yaml"), "--invariants", str(repo / "invariants.yaml")]  # fmt: skip
     if attacker is not None:
         gen += ["--attacker", "openai:chat:attacker-double", "--attacker-base-url", attacker.base_url]
-        gen += ["--strategies", "crescendo", "--max-turns", "4"]
+        gen += ["--strategies", strategy, "--max-turns", "4"]
     subprocess.run(gen, cwd=repo, env=env, check=True, capture_output=True, timeout=60)
     env = run_promptfoo.offline_env(ROOT, base=env)
     env["PROMPTFOO_CONFIG_DIR"] = str(repo / ".promptfoo")
@@ -156,3 +156,19 @@ def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run) -> N
     assert all(r["success"] for r in results if r is not kept)  # the static attacks alone never find it
     sound = _red_team(repo, "desk:sound", None)
     assert all(r["success"] for r in sound)
+
+
+def test_tree_attempts_are_conversations_of_their_own(repo: Path) -> None:
+    """jailbreak:tree sends one prompt per attempt: each is a conversation with a fresh agent, so pushes spread
+    over attempts never add up, and the agent that gives way on the third push in ONE conversation holds."""
+    import re
+
+    with ScriptedAttacker(PUSHES) as attacker:
+        results = _red_team(repo, "desk:fault", attacker, "jailbreak:tree")
+        calls = dict(attacker.calls)
+    [r] = [r for r in results if (r["testCase"].get("metadata") or {}).get("strategyId") == "jailbreak:tree"]
+    [oracle] = [c for c in r["gradingResult"]["componentResults"] if "conversation_assert" in str(c.get("assertion"))]
+    assert r["success"] is True, oracle["reason"]
+    found = re.search(r"\[(\d+) conversations, (\d+) agent turns", oracle["reason"])
+    assert found and int(found[1]) == int(found[2]) > 3, oracle["reason"]  # one turn each
+    assert calls["tree-attack"] >= 3 and "other" not in calls, calls
