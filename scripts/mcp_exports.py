@@ -18,37 +18,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
-
-
-def desk_model(body: dict[str, Any]) -> Any:
-    """Look the order up, refund its total, answer from the results (tool results are MCP text: JSON)."""
-    messages = body["messages"]
-    text = " ".join(str(m["content"]) for m in messages if m["role"] == "user")
-    order_id = re.search(r"ORD-\d+", text).group()  # type: ignore[union-attr]
-    results = [json.loads(_text(m["content"])) for m in messages if m["role"] == "tool"]
-    if not results:
-        return {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": order_id}}]}
-    if len(results) == 1:
-        args = {"order_id": order_id, "amount": results[0]["total"]}
-        return {"tool_calls": [{"name": "issue_refund", "arguments": args}]}
-    return f"Refunded {results[1]['amount']:g} on order {order_id}."
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content)
 
 
 def _free_port() -> int:
@@ -99,6 +77,8 @@ def main(variant: str, out: Path) -> None:
     shop = _serve_shop(port, server_spans)
     os.environ["DESK_TRACING"] = "1"
     os.environ["MCP_SHOP_URL"] = f"http://127.0.0.1:{port}/mcp"
+    from _mcp_desk import desk_model
+
     with ScriptedOpenAIServer(desk_model) as srv:
         os.environ["DESK_MODEL_URL"] = srv.base_url
         import _mcp_desk
