@@ -149,6 +149,9 @@ class RedteamSettings(_Frozen):
     attacker: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
     attacker_base_url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$")] | None = None
     max_turns: int = Field(default=4, ge=1, le=10)  # Promptfoo caps a conversation at 10 turns offline
+    # The most attacker calls one red-team run may make, worst case (goals x strategies x turns): checked when
+    # the config is generated, so a run never spends more than this. None: no limit.
+    attacker_calls: int | None = Field(default=None, ge=1)
 
 
 class McpServerSettings(_Frozen):
@@ -277,6 +280,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_REDTEAM_ATTACKER": ("redteam", "attacker"),
     "KIT_REDTEAM_ATTACKER_BASE_URL": ("redteam", "attacker_base_url"),
     "KIT_REDTEAM_MAX_TURNS": ("redteam", "max_turns"),
+    "KIT_REDTEAM_ATTACKER_CALLS": ("redteam", "attacker_calls"),
 }
 # The settings that are secrets: never written to a file (a plan document names their variables instead).
 SECRETS: dict[tuple[str, ...], str] = {path: var for var, path in ENV.items() if path[-1].endswith("api_key")}

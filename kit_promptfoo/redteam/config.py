@@ -133,6 +133,18 @@ def root_redteam(root_config: Path, agent: str) -> tuple[dict[str, Any], dict[st
 
 
 ADAPTIVE = ("crescendo", "jailbreak:tree")
+TREE_ATTEMPTS = 30  # jailbreak:tree's attempts per goal (Promptfoo's own cap without an account)
+# Attacker calls per goal, worst case: crescendo asks for a question and two scores per turn; tree asks for a
+# prompt and a judgement per attempt.
+CALLS_PER_TURN = {"crescendo": 3}
+CALLS_PER_GOAL = {"jailbreak:tree": 2 * TREE_ATTEMPTS}
+
+
+def worst_case_calls(goals_n: int, strategies: tuple[str, ...], max_turns: int) -> int:
+    per_goal = sum(CALLS_PER_TURN.get(s, 0) * max_turns + CALLS_PER_GOAL.get(s, 0) for s in strategies)
+    return goals_n * per_goal
+
+
 STATIC = ("base64", "leetspeak", "homoglyph", "jailbreak-templates")
 
 
@@ -171,6 +183,7 @@ def adaptive(
     max_turns: int,
     tools: Path | None,
     judge: bool,
+    budget: int | None = None,
 ) -> None:
     """Add the adaptive red team to `config`: a goal plugin per hard check of the judging case, the adaptive
     strategies driven by the attacker, the sessions target, and the attacker as crescendo's scorer when
@@ -191,6 +204,13 @@ def adaptive(
     aims = goals.goals(case, tools=tool_effects_of(tools), purpose=red.get("purpose"))
     if not aims:
         raise ValueError(f"{case_file}: case '{ref['case_id']}' has no checks: an adaptive attack has no goal")
+    worst = worst_case_calls(len(aims), strategies, max_turns)
+    if budget is not None and worst > budget:
+        raise ValueError(
+            f"[tool.kit.redteam] attacker_calls = {budget}: this red team may make {worst} attacker calls "
+            f"({len(aims)} goals x {', '.join(strategies)} at max_turns {max_turns}); lower max_turns, name fewer "
+            "strategies or checks, or raise the budget"
+        )
     for plugin in red["plugins"]:  # the static attacks keep their static strategies
         cfg = plugin.setdefault("config", {})
         cfg["excludeStrategies"] = sorted({*cfg.get("excludeStrategies", []), *strategies})
@@ -211,6 +231,8 @@ def adaptive(
         cfg: dict[str, Any] = {"redteamProvider": attacker}
         if s == "crescendo":
             cfg.update(stateful=True, maxTurns=max_turns, maxBacktracks=0)
+        else:
+            cfg.update(maxAttempts=TREE_ATTEMPTS)
         extra.append({"id": s, "config": cfg})
     red["strategies"] = [*red.get("strategies", []), *extra]
     for target in config["targets"]:
@@ -240,6 +262,7 @@ def build(
     strategies: tuple[str, ...] = ADAPTIVE,
     max_turns: int = 4,
     judge: bool = False,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     config = yamlio.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     attacks = attacks or GENERIC / "attacks.yaml"
@@ -272,7 +295,16 @@ def build(
         config["redteam"]["purpose"] = purpose or GENERIC_PURPOSE
         config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], attacks)
     if attacker is not None:
-        adaptive(config, ref, attacker=attacker, strategies=strategies, max_turns=max_turns, tools=tools, judge=judge)
+        adaptive(
+            config,
+            ref,
+            attacker=attacker,
+            strategies=strategies,
+            max_turns=max_turns,
+            tools=tools,
+            judge=judge,
+            budget=budget,
+        )
     return config
 
 
@@ -331,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
             max_turns=args.max_turns or rt.max_turns,
             judge=hooks.judge_configured(),
+            budget=rt.attacker_calls,
         )
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"red-team config: {e}", file=sys.stderr)

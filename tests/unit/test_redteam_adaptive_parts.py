@@ -204,3 +204,19 @@ def test_a_turn_that_hangs_or_raises_is_an_error_of_its_turn(repo: Path, monkeyp
     assert out["error"] == "case 'rt': turn 1: the agent did not answer within 0.3 s"
     out = target.call_api("boom", {"config": {"agent": "slowdesk:run"}}, context)
     assert out["error"] == "case 'rt': turn 1: ValueError: no"
+
+
+def test_a_run_that_could_spend_more_attacker_calls_than_the_budget_is_refused(repo, monkeypatch, capsys) -> None:
+    from kit.doubles.attacker import ScriptedAttacker
+    from kit_promptfoo.redteam import config
+
+    assert config.worst_case_calls(2, ("crescendo", "jailbreak:tree"), 4) == 2 * (3 * 4 + 2 * config.TREE_ATTEMPTS)
+    out = repo / "gen" / "redteam.yaml"
+    args = ["--agent", "adesk:run", "--out", str(out), "--invariants", str(repo / "invariants.yaml")]
+    with ScriptedAttacker(["hi"]) as attacker:
+        args += ["--attacker", "openai:chat:a", "--attacker-base-url", attacker.base_url, "--strategies", "crescendo"]
+        monkeypatch.setenv("KIT_REDTEAM_ATTACKER_CALLS", "11")
+        assert config.main([*args, "--max-turns", "4"]) == 2
+        err = capsys.readouterr().err
+        assert "[tool.kit.redteam] attacker_calls = 11: this red team may make 12 attacker calls" in err
+        assert config.main([*args, "--max-turns", "3"]) == 0  # 1 goal x 3 turns x 3 calls = 9
