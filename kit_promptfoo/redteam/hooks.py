@@ -137,6 +137,13 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
     if not judge_configured():
         tests = [strip_graders(t) for t in tests]
     if any(is_adaptive(t) for t in tests):
+        if not any(str(e).endswith("keep_providers.cjs:restore") for e in suite.get("extensions") or []):
+            # This hook hands tests back as JSON: without keep_providers.cjs around it, each adaptive attack's
+            # strategy provider would be lost and the attack sent to the target as one plain prompt.
+            raise RuntimeError(
+                "adaptive red-team strategies need kit_promptfoo/redteam/keep_providers.cjs:stash before this hook "
+                "and :restore after it in `extensions` (kit_promptfoo.redteam.config writes them)"
+            )
         folder = conversations_folder()
         tests = [judge_by_conversation(t, folder) if is_adaptive(t) else t for t in tests]
     suite["tests"] = tests

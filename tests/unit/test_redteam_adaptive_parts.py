@@ -220,3 +220,19 @@ def test_a_run_that_could_spend_more_attacker_calls_than_the_budget_is_refused(r
         err = capsys.readouterr().err
         assert "[tool.kit.redteam] attacker_calls = 11: this red team may make 12 attacker calls" in err
         assert config.main([*args, "--max-turns", "3"]) == 0  # 1 goal x 3 turns x 3 calls = 9
+
+
+def test_the_hook_refuses_adaptive_attacks_without_the_providers_kept_around_it(repo: Path) -> None:
+    from kit_promptfoo.redteam import hooks
+
+    test = {"vars": {"prompt": "goal"}, "metadata": {"pluginId": "policy", "strategyId": "crescendo"}}
+    with pytest.raises(RuntimeError, match=r"keep_providers\.cjs:stash before this hook"):
+        hooks.beforeAll({"suite": {"tests": [dict(test)], "extensions": ["file://redteam/hooks.py:beforeAll"]}})
+    ext = [
+        "file:///k/keep_providers.cjs:stash",
+        "file://redteam/hooks.py:beforeAll",
+        "file:///k/keep_providers.cjs:restore",
+    ]
+    [out] = hooks.beforeAll({"suite": {"tests": [dict(test)], "extensions": ext}})["suite"]["tests"]
+    assert out["options"]["disableDefaultAsserts"] is True and out["vars"]["kit_ledger"].endswith("crescendo")
+    assert out["assert"][-1]["value"].endswith("conversation_assert.cjs:get_assert")
