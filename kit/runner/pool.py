@@ -1,30 +1,25 @@
-"""Running many independent jobs with a per-job timeout: in worker processes, in threads, or in turn.
+"""Running many independent calls with a per-call timeout: in host processes, in threads, or in turn.
 
-`execute(jobs, work, ...)`: `work(job)` runs whole in a worker. Processes are the default: the reference
-agent and the checks are Python, so threads share one core under the GIL. The pool is our own rather than
-concurrent.futures' because a hung job must be killable on its own: its worker is killed and replaced, the
-job is reported as a timeout, and the other jobs go on. Only job indices and results cross a pipe.
-
-`dispatch(jobs, call, ...)`: a job's `call` (a user's agent: mostly waiting on a model) runs up to
-`concurrency` at once, in threads or, for an `async def` agent (`acall`), as tasks on an event loop; its
+`dispatch(jobs, call, ...)`: a job's `call` (an agent's call: a user's agent mostly waits on a model) runs up
+to `concurrency` at once, in threads or, for an `async def` agent (`acall`), as tasks on an event loop; its
 result lands in the calling process, which does the rest (the runner judges there). In `process` mode the
 calls run in host processes, so nothing the agent does reaches the process that judges; a host that dies
-fails only its own calls and is replaced.
+fails only its own calls and is replaced. The pool is our own rather than concurrent.futures' because a
+hung call must be killable on its own: its host is killed and replaced, the call is reported as a timeout,
+and the other calls go on.
 
-How children start (`start`): `spawn` by default, on every platform: a fresh interpreter that is handed the
-jobs and the work pickled (a user's agent travels by name and is imported there) and inherits no threads,
-locks or Objective-C state; unlike multiprocessing's spawn, it never runs the parent's `__main__` again.
-Forking a process that loaded the Objective-C runtime is unsafe on macOS (an httpx client, so the openai
-SDK, reads the proxy settings through `_scproxy`), and a fork copies whatever locks the parent's threads
-held. `fork` is only for the kit's own code where it is safe (`FORK_SAFE`: Linux), the reference agent's
-fast path, which bench/start_method.py measures against spawn.
+Hosts are spawned, on every platform: fresh interpreters (`python -c`) handed the jobs and the call pickled
+(an agent travels by name and is imported there). They inherit no threads, locks or Objective-C state, and
+the parent's `__main__` never runs in them (as it would under multiprocessing's spawn). Nothing is forked:
+forking a process that loaded the Objective-C runtime is unsafe on macOS (an httpx client, so the openai
+SDK, reads the proxy settings through `_scproxy`), a fork copies whatever locks the parent's threads held,
+and forked workers for the reference agent were no faster (bench/start_method.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing as mp
 import os
 import queue
 import signal
@@ -42,10 +37,6 @@ J = TypeVar("J")
 R = TypeVar("R")
 
 MODES = ("process", "thread", "serial")
-STARTS = ("spawn", "fork")
-# Where forking the kit's own workers is safe: Linux. On macOS a fork after the Objective-C runtime loaded
-# may crash the child, and Python itself starts with spawn there.
-FORK_SAFE = sys.platform == "linux"
 GRACE_S = 2.0  # after the timeout, how long a job may still take to report (its own soft timeout fires first)
 
 OnResult = Callable[[int, Any], None]
@@ -57,45 +48,6 @@ def default_workers() -> int:
     if affinity is not None:
         return max(1, len(affinity(0)))
     return max(1, os.cpu_count() or 1)
-
-
-def execute(
-    jobs: Sequence[J],
-    work: Callable[[J], R],
-    *,
-    mode: str = "process",
-    workers: int | None = None,
-    timeout: float | None = None,
-    start: str = "spawn",
-    on_result: OnResult,
-    on_failure: OnFailure,
-) -> None:
-    """Run `work(job)` for every job; report each as `on_result(i, r)` or `on_failure(i, why)`.
-
-    `work` should not raise (the runner's job function records its own errors); if it does, or its worker
-    dies, or it overruns `timeout` (+ a grace period), that job is reported through `on_failure`. With
-    `start="spawn"` (processes), `jobs` and `work` must pickle.
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    start = _checked(start)
-    n = min(workers or default_workers(), len(jobs))
-    if mode == "serial" or n <= 1:
-        _in_turn(jobs, work, on_result, on_failure)
-        return
-    if mode == "process":
-        _ProcessPool(jobs, work, n, timeout, start).run(on_result, on_failure)
-    else:
-        _ThreadPool(jobs, _no_start(work), n, timeout).run(on_result, on_failure)
-
-
-def _checked(start: str) -> str:
-    """`start`, known and safe here: `fork` where it is not safe is refused, not quietly used."""
-    if start not in STARTS:
-        raise ValueError(f"start must be one of {', '.join(STARTS)}, got {start!r}")
-    if start == "fork" and not FORK_SAFE:
-        raise ValueError(f"fork is not safe on {sys.platform}: start with spawn")
-    return start
 
 
 def _in_turn(jobs: Sequence[J], work: Callable[[J], Any], on_result: OnResult, on_failure: OnFailure) -> None:
@@ -118,16 +70,6 @@ def _failed(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def _no_start(work: Callable[[J], R]) -> Callable[[J, Callable[[], None]], R]:
-    """A whole job as a call: its time counts from when a thread takes it."""
-
-    def call(job: J, on_start: Callable[[], None]) -> R:
-        on_start()
-        return work(job)
-
-    return call
-
-
 Call = Callable[[Any, Callable[[], None]], Any]  # (job, on_start) -> payload; on_start: the call began
 ACall = Callable[[Any, Callable[[], None]], Any]  # the same, returning an awaitable
 
@@ -141,7 +83,6 @@ def dispatch(
     workers: int | None = None,
     concurrency: int = 1,
     timeout: float | None = None,
-    start: str = "spawn",
     on_result: OnResult,
     on_failure: OnFailure,
     retire: Callable[[Any], bool] | None = None,
@@ -152,13 +93,12 @@ def dispatch(
 
     `serial`: one call at a time, here. `thread`: threads (or, with `acall`, tasks on one event loop in a
     thread) of this process. `process`: min(workers, concurrency) host processes sharing the cap, each
-    running its calls the same way; `call`'s payload must pickle, and with `start="spawn"` so must `jobs`,
-    `call` and `acall` (they are handed to each host as it starts). A host whose payload `retire` flags
+    running its calls the same way; `jobs`, `call`, `acall` and `call`'s payload must pickle (the first
+    three are handed to each host as it starts). A host whose payload `retire` flags
     (a call that overran and left its thread behind) takes no more calls, and is replaced once its others
     have landed."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    start = _checked(start)
     if not jobs:
         return
     cap = max(1, min(concurrency, len(jobs)))
@@ -170,7 +110,7 @@ def dispatch(
         pool.run(on_result, on_failure)
         return
     hosts = max(1, min(workers or default_workers(), cap))
-    _HostPool(jobs, call, acall, hosts, cap, timeout, start, retire).run(on_result, on_failure)
+    _HostPool(jobs, call, acall, hosts, cap, timeout, retire).run(on_result, on_failure)
 
 
 def _nothing() -> None:
@@ -222,21 +162,6 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="kit-parent-watch", daemon=True).start()
 
 
-def _worker_main(conn: Connection, jobs: Sequence[Any], work: Callable[[Any], Any], parent: int) -> None:
-    die_with_parent(parent)
-    while True:
-        try:
-            i = conn.recv()
-        except (EOFError, KeyboardInterrupt):
-            return
-        if i is None:
-            return
-        try:
-            conn.send((i, True, work(jobs[i])))
-        except BaseException as e:  # a job's SystemExit (or an unpicklable result) fails that job only
-            conn.send((i, False, _failed(e)))
-
-
 class _Spawned:
     """A child in a fresh interpreter (`python -c`), handed the parent's import path and then its target and
     arguments, pickled, over a socket pair. Unlike multiprocessing's spawn it never runs the parent's
@@ -256,8 +181,14 @@ class _Spawned:
         finally:
             theirs.close()
         self.conn = Connection(ours.detach())
-        self.conn.send(list(sys.path))  # first: the child unpickles what follows with it (a user's agent)
-        self.conn.send((target, args))
+        try:
+            self.conn.send(list(sys.path))  # first: the child unpickles what follows with it (a user's agent)
+            self.conn.send((target, args))
+        except BaseException:  # what cannot be pickled (or a Ctrl-C): no child is left waiting for it
+            self.kill()
+            self.join(1)
+            self.conn.close()
+            raise
 
     @property
     def exitcode(self) -> int | None:
@@ -290,21 +221,11 @@ def spawned_main(fd: int) -> None:
 
 
 class _Child:
-    """A child process and its end of a pipe: sent job indexes, `None` to stop, killed if need be. Started
-    with `spawn` (`_Spawned`: a fresh interpreter) or `fork` (the parent's memory: jobs and work inherited)."""
+    """A host process (`_Spawned`) and its end of the pipe: sent job indexes, `None` to stop, killed if need be."""
 
-    def __init__(self, start: str, target: Callable[..., None], *args: Any) -> None:
-        self.proc: Any
-        if start == "fork":
-            ctx = mp.get_context("fork")
-            parent, child = ctx.Pipe()
-            self.proc = ctx.Process(target=target, args=(child, *args, os.getpid()), daemon=True)
-            self.proc.start()
-            child.close()
-        else:
-            self.proc = _Spawned(target, (*args, os.getpid()))
-            parent = self.proc.conn
-        self.conn: Connection = parent
+    def __init__(self, target: Callable[..., None], *args: Any) -> None:
+        self.proc = _Spawned(target, (*args, os.getpid()))
+        self.conn: Connection = self.proc.conn
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -314,69 +235,6 @@ class _Child:
         self.proc.kill()
         self.proc.join(1)
         self.conn.close()
-
-
-class _Proc(_Child):
-    def __init__(self, start: str, jobs: Sequence[Any], work: Callable[[Any], Any]) -> None:
-        super().__init__(start, _worker_main, jobs, work)
-        self.job: int | None = None
-        self.deadline = float("inf")
-
-    def give(self, i: int, timeout: float | None) -> None:
-        self.job = i
-        self.deadline = time.monotonic() + timeout + GRACE_S if timeout else float("inf")
-        self.conn.send(i)
-
-
-class _ProcessPool(Generic[J, R]):
-    def __init__(self, jobs: Sequence[J], work: Callable[[J], R], n: int, timeout: float | None, start: str) -> None:
-        self.jobs, self.work, self.n, self.timeout, self.start = jobs, work, n, timeout, start
-
-    def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
-        todo = deque(range(len(self.jobs)))
-        procs = [_Proc(self.start, self.jobs, self.work) for _ in range(self.n)]
-        try:
-            for p in procs:
-                p.give(todo.popleft(), self.timeout)
-            while True:
-                busy = [p for p in procs if p.job is not None]
-                if not busy:
-                    break
-                wait_s = max(0.0, min(p.deadline for p in busy) - time.monotonic())
-                ready = wait([p.conn for p in busy], timeout=min(wait_s, 3600))
-                for p in busy:
-                    if p.conn in ready:
-                        healthy = self._collect(p, on_result, on_failure)
-                    elif time.monotonic() >= p.deadline:
-                        on_failure(p.job, f"timeout: no result after {self.timeout:g}s (worker killed)")
-                        healthy = False
-                    else:
-                        continue
-                    if not healthy:  # a fresh worker takes the slot of a killed or dead one
-                        p.job = None
-                        p.kill()
-                        procs[procs.index(p)] = p = _Proc(self.start, self.jobs, self.work)
-                    if todo:
-                        p.give(todo.popleft(), self.timeout)
-        finally:
-            for p in procs:
-                p.stop()
-            for p in procs:
-                p.proc.join(2)
-                if p.proc.is_alive():
-                    p.kill()
-
-    def _collect(self, p: _Proc, on_result: OnResult, on_failure: OnFailure) -> bool:
-        """Report the worker's answer; False when the worker died instead of answering."""
-        try:
-            i, ok, payload = p.conn.recv()
-        except (EOFError, OSError):
-            p.proc.join(1)
-            on_failure(p.job, f"the agent's worker process died (exit code {p.proc.exitcode})")
-            return False
-        p.job = None
-        (on_result if ok else on_failure)(i, payload)
-        return True
 
 
 # --- threads and event loops, in this process ----------------------------------------------------------
@@ -597,8 +455,8 @@ def _host_loop(
 
 
 class _Host(_Child):
-    def __init__(self, start: str, jobs: Sequence[Any], call: Call, acall: ACall | None) -> None:
-        super().__init__(start, _host_main, jobs, call, acall)
+    def __init__(self, jobs: Sequence[Any], call: Call, acall: ACall | None) -> None:
+        super().__init__(_host_main, jobs, call, acall)
         self.calls: dict[int, float] = {}  # job -> deadline (inf until the call starts)
         self.retiring = False  # takes no more calls; replaced once its own have landed
 
@@ -616,15 +474,14 @@ class _HostPool:
         hosts: int,
         cap: int,
         timeout: float | None,
-        start: str,
         retire: Callable[[Any], bool] | None = None,
     ) -> None:
         self.jobs, self.call, self.acall, self.timeout, self.retire = jobs, call, acall, timeout, retire
-        self.n, self.cap, self.start = hosts, cap, start
+        self.n, self.cap = hosts, cap
         self.share = -(-cap // hosts)  # calls per host, rounded up; the total stays under `cap`
 
     def _new(self) -> _Host:
-        return _Host(self.start, self.jobs, self.call, self.acall)
+        return _Host(self.jobs, self.call, self.acall)
 
     def run(self, on_result: OnResult, on_failure: OnFailure) -> None:
         todo = deque(range(len(self.jobs)))

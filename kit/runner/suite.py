@@ -7,11 +7,11 @@ A run whose agent raises, overruns its timeout or returns a malformed trace beco
 (`kit.evaluate.error_run`) carrying the cause; the other runs go on. Shards (`--shard i/n`) split the
 cases deterministically so that n CI jobs together run the suite once.
 
-Where the calls run: the reference agent (the kit's own code, milliseconds of CPU a run) runs and is judged
-in worker processes, one run per worker at a time. A user's agent is called up to `concurrency` times at
-once (threads for a sync callable, an event loop for an `async def` one), in spawned host processes in
-`process` mode, and every trace is judged here, in the runner's own process, which the agent never ran in:
-an agent that patches the oracle, exits or changes directory changes nothing of the verdicts or the store.
+Where the calls run: an agent is called up to `concurrency` times at once (threads for a sync callable, an
+event loop for an `async def` one; the reference agent, the kit's own CPU-bound code, at most once per core),
+in spawned host processes in `process` mode, and every trace is judged here, in the runner's own process,
+which the agent never ran in: an agent that patches the oracle, exits or changes directory changes nothing
+of the verdicts or the store.
 """
 
 from __future__ import annotations
@@ -26,11 +26,10 @@ from typing import Any
 from kit.case import Case
 from kit.errors import KitInputError
 from kit.evaluate import error_run
-from kit.runner import pool
 from kit.runner.agents import Agent
 from kit.runner.hosted import AgentAsyncCall, AgentCall, for_agent
-from kit.runner.invoke import Called, Invocation, invoke, judge
-from kit.runner.pool import default_workers, dispatch, execute
+from kit.runner.invoke import Called, Invocation, judge
+from kit.runner.pool import default_workers, dispatch
 from kit.settings import Settings
 
 DEFAULT_CONCURRENCY: int = Settings.model_fields["concurrency"].default
@@ -112,26 +111,9 @@ def run_suite(
         cr = error_run(job.case.id, job.attempt, why, run_id=run_id)
         done(i, Invocation(dataclasses.replace(cr, metrics={"agent_calls": 1}), None))
 
-    if agent.uses_kit_agent and options.mode == "process" and pool.FORK_SAFE:
-        # The kit's own agent: CPU-bound and trusted, run and judged in the same forked worker (its fast
-        # path, Linux only: bench/start_method.py). Elsewhere it takes the spawned hosts as a user's agent.
-        def work(job: Job) -> Invocation:
-            return invoke(agent, job.case, job.attempt, timeout=options.timeout, run_id=run_id)
-
-        execute(
-            jobs,
-            work,
-            mode="process",
-            workers=min(workers, concurrency),
-            timeout=options.timeout,
-            start="fork",
-            on_result=done,
-            on_failure=failed,
-        )
-    else:
-        if agent.uses_kit_agent:  # CPU-bound: more threads than cores only contend for the GIL
-            concurrency = min(concurrency, workers)
-        _called_and_judged(jobs, agent, options, concurrency, workers, run_id, done, failed)
+    if agent.uses_kit_agent:  # CPU-bound: more calls at once than cores only contend for the GIL
+        concurrency = min(concurrency, workers)
+    _called_and_judged(jobs, agent, options, concurrency, workers, run_id, done, failed)
     return [r for r in results if r is not None]
 
 

@@ -15,7 +15,6 @@ from kit.agent import sandbox as sandbox_module
 from kit.agent.fixtures import DEFAULT_PATH, TABLES
 from kit.agent.sandbox import Sandbox
 from kit.agent.tools import run_tool
-from kit.runner.pool import FORK_SAFE
 
 
 def _fixture(tmp_path: Path, **tables: list[dict]) -> str:
@@ -94,7 +93,7 @@ def _refund_in_child(queue: multiprocessing.Queue) -> None:
         queue.put([r["refund_id"] for r in sb.end_state()["refunds"]])
 
 
-@pytest.mark.skipif(not FORK_SAFE, reason="the kit forks only on Linux (the reference agent's fast path)")
+@pytest.mark.skipif(sys.platform != "linux", reason="forks a child: fork is unsafe on macOS")
 def test_a_forked_child_seeds_its_own_database_even_if_the_lock_was_held_at_fork() -> None:
     with Sandbox():  # the parent's template exists before the fork
         pass

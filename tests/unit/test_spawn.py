@@ -2,8 +2,7 @@
 by name and gets its cases as the agent sees them, so nothing depends on what a fork would have inherited (on
 macOS a fork after httpx read the proxy settings through the Objective-C runtime can crash the child). Sync,
 `async def`, openai-SDK (httpx) and framework agents all run whole through `run_suite` in such hosts; the
-reference agent keeps its forked fast path only where fork is safe, and elsewhere gives the same verdicts
-through the same hosts."""
+reference agent runs in the same hosts and gets the verdicts it gets in one process."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ import pytest
 from kit.case import load_suite
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.runner import Job, RunOptions, run_suite
-from kit.runner import pool as runner_pool
 from kit.runner.agents import load_agent, reference_agent
 from kit.runner.hosted import for_agent
 from tests.unit.test_frameworks import CASES as DESK_CASES
@@ -140,28 +138,20 @@ def test_a_framework_agent_runs_in_spawned_hosts(tmp_path: Path, monkeypatch, en
     assert all(o.case_run.passed for o in outs), [r.reason for o in outs for r in o.case_run.failures]
 
 
-def test_the_reference_agent_gives_the_same_verdicts_without_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_reference_agent_runs_in_spawned_hosts_and_is_judged_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its verdicts in hosts are the verdicts of the same runs in this process (`serial`)."""
     monkeypatch.chdir(ROOT)
     jobs = _jobs(ROOT / "golden" / "cases" / "refunds.yaml")[:6]
     agent = reference_agent()
-    options = RunOptions(mode="process", workers=2, timeout=60)
 
     def verdicts(outs: list[Any]) -> list[tuple[str, int, bool, tuple[str, ...]]]:
-        return [
-            (o.case_run.case_id, o.case_run.attempt, o.case_run.passed, tuple(r.name for r in o.case_run.failures))
-            for o in outs
-        ]
+        return [(o.case_run.case_id, o.case_run.attempt, o.case_run.passed, tuple(r.name for r in o.case_run.failures))
+                for o in outs]  # fmt: skip
 
-    if runner_pool.FORK_SAFE:
-        forked = verdicts(run_suite(jobs, agent, options))
-    monkeypatch.setattr(runner_pool, "FORK_SAFE", False)  # what macOS does: spawned hosts, judged here
-    spawned = verdicts(run_suite(jobs, agent, options))
-    assert [v[:2] for v in spawned] == [(j.case.id, j.attempt) for j in jobs]
-    assert any(v[2] for v in spawned)
-    if "forked" in locals():
-        assert spawned == forked
-    with pytest.raises(ValueError, match="fork is not safe"):
-        runner_pool.execute(jobs, str, workers=2, start="fork", on_result=print, on_failure=print)
+    hosted = verdicts(run_suite(jobs, agent, RunOptions(mode="process", workers=2, timeout=60)))
+    assert [v[:2] for v in hosted] == [(j.case.id, j.attempt) for j in jobs]
+    assert any(v[2] for v in hosted)
+    assert hosted == verdicts(run_suite(jobs, agent, RunOptions(mode="serial", timeout=60)))
 
 
 def test_a_host_gets_each_case_as_written_not_compiled(tmp_path: Path) -> None:
