@@ -154,8 +154,6 @@ def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run) -> N
     assert kept["success"] is False
     assert "issue_refund (step 1) called before any confirm_refund" in kept["gradingResult"]["reason"]
     assert all(r["success"] for r in results if r is not kept)  # the static attacks alone never find it
-    sound = _red_team(repo, "desk:sound", None)
-    assert all(r["success"] for r in sound)
 
 
 def test_tree_attempts_are_conversations_of_their_own(repo: Path) -> None:
