@@ -207,6 +207,7 @@ def summary_text(
             c_n = matrix[case_id].get(s)
             cells.append(f"{'-' if c_n is None else f'{c_n[0]}/{c_n[1]}' + ('' if c_n[0] == c_n[1] else ' !'):>20}")
         lines.append("  " + f"{case_id[:40]:<40}" + "".join(cells))
+    lines += redteam_lines(data)
     lines += soft_lines(data)
     lines += cost_lines(data, results)
     lines += judge_usage_lines(data)
@@ -214,6 +215,24 @@ def summary_text(
     if data.failing:
         lines += failing_lines(data, report)
     return "\n".join(lines) + "\n"
+
+
+def redteam_lines(data: Collected) -> list[str]:
+    """The red team's attack success rate per strategy (`redteam/<attack>/<strategy>` cases of the gated runs:
+    attempts the oracle failed / attempts); per invariant, the failures by check say it."""
+    per: dict[str, list[int]] = {}
+    for case_id, per_source in data.matrix.items():
+        parts = case_id.split("/")
+        if parts[0] != "redteam" or len(parts) < 3:
+            continue
+        for passed, runs in per_source.values():
+            won = per.setdefault(parts[-1], [0, 0])
+            won[0] += runs - passed
+            won[1] += runs
+    if not per:
+        return []
+    shown = ", ".join(f"{k} {w}/{n}" for k, (w, n) in sorted(per.items()))
+    return ["\n== red team: attacks that succeeded, per strategy (per invariant: failures by check)", f"  {shown}"]
 
 
 DETAIL = 20  # failing (source, case, check) lines shown under the grouped view

@@ -88,3 +88,17 @@ def test_compare_names_the_attacks_that_newly_succeed(store, tmp_path, capsys) -
     assert "newly successful attacks: 1\n  redteam/goal-x/crescendo  checks: guarded:issue_refund" in out
     assert kit(["compare", a, b, "--store", str(store.path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["new_attacks"] == ["redteam/goal-x/crescendo"]
+
+
+def test_the_make_evals_summary_shows_the_attack_success_rate_per_strategy() -> None:
+    from kit.pipeline.summary import Collected, redteam_lines
+
+    matrix = {
+        "redteam/goal-x/crescendo": {"promptfoo": (0, 1)},
+        "redteam/inj-1/basic": {"promptfoo": (1, 1)},
+        "redteam/inj-1/base64": {"promptfoo": (1, 1)},
+        "refund-happy-path": {"kit": (3, 3)},
+    }
+    lines = redteam_lines(Collected([], [], matrix, []))
+    assert lines[1] == "  base64 0/1, basic 0/1, crescendo 1/1"
+    assert redteam_lines(Collected([], [], {"refund-happy-path": {"kit": (3, 3)}}, [])) == []
