@@ -20,7 +20,7 @@ h3{font-size:14px;margin:16px 0 6px} .meta{color:#555;font-size:13px} .meta b{co
 table{border-collapse:collapse;font-size:13px} th,td{padding:3px 8px;border-bottom:1px solid #eee;
  text-align:left;vertical-align:top} th{background:#f7f7f7;font-weight:600} td.n,th.n{text-align:right;
  font-variant-numeric:tabular-nums;white-space:nowrap}
-.pass,.up{color:#2e7d32} .fail,.down{color:#c62828} .error{color:#6a1b9a} .skipped{color:#777} .flakyc{color:#b26a00}
+.pass,.up{color:#2e7d32} .fail,.down{color:#c62828} .error{color:#6a1b9a} .skipped{color:#777} .flakyc{color:#b26a00} .floor.under{color:#c62828}
 .scroll{overflow-x:auto;max-width:100%}
 .filters{display:flex;flex-wrap:wrap;gap:8px 14px;align-items:center;margin:8px 0;position:sticky;top:0;
  background:#fff;padding:6px 0;z-index:2;border-bottom:1px solid #eee}
@@ -161,7 +161,7 @@ function row(r) {
   var tr = h('tr', {class: 'row', tabIndex: 0, 'data-outcome': o, 'data-source': run.src},
     h('td', null, run.src, h('div', {class: 'meta'}, run.model || run.agent || '')),
     h('td', {class: 'case'}, r.id, h('div', null, r.tags.map(function (t) { return h('span', {class: 'tag'}, t); }))),
-    h('td', {class: 'n ' + (o === 'flaky' ? 'flakyc' : o)}, r.c + '/' + r.n),
+    h('td', {class: 'n ' + (o === 'flaky' ? 'flakyc' : o)}, r.c + '/' + r.n, floor(r)),
     h('td', {class: 'n'}, num(r.phk, 2)),
     h('td', null, flags),
     h('td', {class: 'why'}, r.fc.slice(0, CHIPS).map(function (i) { return h('span', {class: 'chk'}, S[i]); }),
@@ -171,6 +171,13 @@ function row(r) {
   tr.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') toggle(r); });
   r.tr = tr;
   return tr;
+}
+// The floor the run recorded for the case, beside its pass fraction; under it, the case fails its gate.
+function floor(r) {
+  if (r.flo == null) return null;
+  var under = r.c / r.n < r.flo;
+  return h('div', {class: 'meta floor' + (under ? ' under' : ''), title: 'the case\u2019s floor, as the run recorded it'},
+    num(r.c / r.n, 2) + (under ? ' < ' : ' \u2265 ') + 'floor ' + num(r.flo, 2));
 }
 function toggle(r) {
   var open = !r.tr.classList.contains('open');
@@ -223,14 +230,14 @@ function detail(r) {
 function attempt(r, a) {
   var el = h('div', {class: 'attempt'});
   add(el, h('div', {class: 'meta'}, 'outcome ', h('b', {class: a.o}, a.o), ' \u00b7 steps ', a.st == null ? '-' : a.st,
-    ' \u00b7 tokens ', a.tk == null ? '-' : a.tk, ' \u00b7 cost $', num(a.co, 4), ' \u00b7 latency ',
+    ' \u00b7 tokens ', a.tk == null ? '-' : a.tk, ' \u00b7 cost ', a.co == null ? 'not recorded' : '$' + num(a.co, 4), ' \u00b7 latency ',
     a.la == null ? '-' : a.la + ' ms'));
   if (a.e) add(el, h('div', {class: 'tool err'}, h('div', {class: 'lab'}, 'error'), h('pre', null, a.e)));
   var hard = a.ch.filter(function (c) { return c[1] === 'h'; }), soft = a.ch.filter(function (c) { return c[1] === 's'; });
   add(el, gate('hard', 'Hard gates: deterministic checks (' + hard.length + ')', hard));
   if (soft.length) add(el, gate('soft', 'Soft gates: judged rubrics (' + soft.length + ')', soft));
   if (a.j.length) add(el, judges(a.j));
-  add(el, trace(a.t >= 0 ? TRACES[a.t] : null, a.tl || [], failingAgents(a.ch)));
+  add(el, trace(a.t >= 0 ? TRACES[a.t] : null, a.tl || [], failingAgents(a.ch, r.ho)));
   return el;
 }
 function gate(kind, title, checks) {
@@ -254,12 +261,15 @@ function judges(list) {
     })));
 }
 // The agents a failed check names: a check scoped to an agent says so first in its reason ("agent billing: ..."),
-// a handoff check's name starts with the agent handing off.
-function failingAgents(checks) {
+// and a `handoff` check (by its type, whatever its name: `ho`, from the run's case definitions) holds its `from`
+// to account. Only where the definitions are unknown (`ho` null) is a handoff check told by its default name.
+function failingAgents(checks, ho) {
   var out = {};
   (checks || []).forEach(function (c) {
-    var m = /^agent (.+?): /.exec(s(c[4])) || /^handoff:([^>@#]+)>/.exec(S[c[0]]);  // a handoff's `from` is at fault
-    if (c[2] !== 'pass' && m) out[m[1]] = true;
+    if (c[2] === 'pass') return;
+    var m = /^agent (.+?): /.exec(s(c[4]));
+    var from = m ? m[1] : ho ? ho[c[0]] : (/^handoff:([^>@#]+)>/.exec(S[c[0]]) || [])[1];
+    if (from) out[from] = true;
   });
   return out;
 }

@@ -4,10 +4,12 @@ value into the page as text, never as markup."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kit.report import page_data as pd
@@ -153,6 +155,69 @@ def _num(v: Any, digits: int = 6) -> float | None:
     return None if v is None else round(float(v), digits)
 
 
+@dataclass(frozen=True)
+class _RunCases:
+    """What a run's recorded rules say of its cases: each case's floor, and the agent each `handoff` check
+    holds to account (its `from`), by the check's result name. `checks_known`: the case definitions were
+    read (from the recorded case files, unchanged since the run)."""
+
+    floors: dict[str, float]
+    handoffs: dict[str, dict[str, str]]
+    checks_known: bool
+
+
+def _run_cases(con: Any, run_id: str) -> _RunCases:
+    """Read from the rules the run recorded (kit.gate.rules.RunRules as JSON: `cases: {id: {floor, ...}}`,
+    `files: {path: sha256}`). Read as data here: the gate's module reads the report's, never the reverse."""
+    from kit.store import queries as q
+
+    raw = q.run_rules_json(con, run_id)
+    try:
+        rules = json.loads(raw) if raw is not None else None
+    except ValueError:
+        rules = None
+    if not isinstance(rules, dict):
+        return _RunCases({}, {}, False)
+    cases = rules.get("cases") if isinstance(rules.get("cases"), dict) else {}
+    floors = {
+        str(cid): float(rule["floor"])
+        for cid, rule in cases.items()
+        if isinstance(rule, dict) and isinstance(rule.get("floor"), int | float)
+    }
+    files = rules.get("files") if isinstance(rules.get("files"), dict) else {}
+    handoffs: dict[str, dict[str, str]] = {}
+    known = bool(files)
+    for path, sha in files.items():
+        if _sha256(Path(path)) != sha:  # edited since the run: its checks may not be the ones that ran
+            known = False
+            continue
+        handoffs.update(_handoff_checks(path, sha))
+    return _RunCases(floors, handoffs, known)
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _handoff_checks(path: str, sha: str) -> dict[str, dict[str, str]]:
+    """case id -> {a `handoff` check's result name: the agent handing off}, for the cases of one case file
+    (read once per content: the runs of one report share their files), by the check's type whatever the case
+    named it."""
+    from kit.case import load_suite
+
+    out: dict[str, dict[str, str]] = {}
+    for case in load_suite(path).cases:
+        for spec in case.checks:
+            who = spec.params.get("from") if spec.type == "handoff" else None
+            if who:
+                out.setdefault(case.id, {})[spec.label] = str(who)
+    return out
+
+
 def build(
     con: Any, run_ids: list[str], *, k: int, tags: dict[str, list[str]] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -168,6 +233,7 @@ def build(
     trace_index: dict[str, int] = {}
     tables: _Pool = _Pool()
     tallies: list[dict[str, dict[str, int]]] = [{} for _ in runs]
+    recorded = [_run_cases(con, r["run_id"]) for r in runs]
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for cr in pd.case_runs(con, ids):
         key = (cr["run_id"], cr["case_id"], cr["attempt"])
@@ -198,10 +264,21 @@ def build(
              strings(j["raw_answer"])]
             for j in judges.get(key, [])
         ]  # fmt: skip
-        row = rows.setdefault(
-            (cr["run_id"], cr["case_id"]),
-            {"r": ri, "id": cr["case_id"], "tags": _tags(cr["case_id"], tags), "att": []},
-        )
+        row = rows.get((cr["run_id"], cr["case_id"]))
+        if row is None:
+            rc = recorded[ri]
+            row = rows[(cr["run_id"], cr["case_id"])] = {
+                "r": ri,
+                "id": cr["case_id"],
+                "tags": _tags(cr["case_id"], tags),
+                "att": [],
+                # The floor the run recorded for this case (None: the run recorded none), shown beside its fraction.
+                "flo": rc.floors.get(cr["case_id"]),
+                # The handoff checks' agents at fault, by the checks' type (None: the case definitions are unknown).
+                "ho": {str(strings(name)): who for name, who in rc.handoffs.get(cr["case_id"], {}).items()}
+                if rc.checks_known
+                else None,
+            }
         row["att"].append(
             {
                 "a": cr["attempt"],

@@ -65,8 +65,10 @@ def render(data: ReportData, *, reason_width: int = 100) -> str:
         f"totals: {t['cases']} cases, {t['runs']} runs, {t['passed']} passed ({rate}), {t['errors']} errors, "
         f"{flaky} flaky" + (f"; {phk}" if phk else ""),
     ]
-    if t.get("cost_usd"):
-        out.append(f"cost ${t['cost_usd']:.4f}, {t['tokens'] or 0} tokens")
+    if t.get("cost_usd") is not None or t.get("tokens"):
+        # NULL when no trace gave a cost nor had a priced model: not recorded, never a 0 nobody measured.
+        cost = "cost not recorded" if t.get("cost_usd") is None else f"cost ${t['cost_usd']:.4f}"
+        out.append(f"{cost}, {t['tokens'] or 0} tokens")
     return terminal("\n".join(out))
 
 
