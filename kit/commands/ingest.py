@@ -34,7 +34,8 @@ def main(args: argparse.Namespace) -> int:
     if args.git_sha == "auto":
         sha = current_git_sha()
     status = 0
-    rules = {"rules": _rules()} if args.tool == "promptfoo" else {}
+    # What the run ran under (the settings' cases, their floors and files, the gates file), as `kit run` records.
+    rules = {"rules": _rules()}
     # A Promptfoo eval of a `make evals` (its store hook runs this under the plan's document) belongs to it.
     evals = {"evals_id": _evals_id()} if args.tool == "promptfoo" else {}
     for path in args.files:
@@ -63,7 +64,8 @@ def _evals_id() -> str | None:
 
 
 def _rules() -> Any:
-    """What a Promptfoo eval of the settings' cases ran under (kit.gate.rules), recorded with its golden runs:
+    """What a Promptfoo eval or a DeepEval test run of the settings' cases ran under (kit.gate.rules), recorded
+    with its golden runs:
     the cases with their invariants (those that did not load included) and the gates file. The agent is not
     loaded for it. None where no cases are set up."""
     from kit.case import load_suite

@@ -126,7 +126,10 @@ def parse(path: Path) -> DeTestRun:
         raise KitInputError(f"not a DeepEval test-run file: {where}: {msg}", file=str(path)) from None
 
 
-def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = False) -> Ingested:
+def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = False, rules: Any = None) -> Ingested:
+    """The test run into the store as one run; `rules` (kit.gate.rules.RunRules, read from the settings by
+    the caller) recorded with it, so the gate holds its cases to their own floors and fails it when a case
+    file did not load, as for the kit's and Promptfoo's runs."""
     tr = parse(path)
     run_id = f"deepeval-{digest(tr.model_dump(mode='json', by_alias=True))}"
     done = Ingested()
@@ -193,6 +196,7 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
         run_id=run_id,
         started_at=_started_at(path),
         meta={"file": str(path), "test_file": tr.test_file, "identifier": tr.identifier},
+        rules=rules,
     )
     for r in soft:
         store.record_soft(run_id, r.pop("case_id"), r.pop("attempt"), r.pop("check"), **r)
