@@ -276,8 +276,11 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         return text
 
     attacks_text = fill("redteam/attacks.yaml.tmpl")
-    current = root / ATTACKS
-    source = current.read_text(encoding="utf-8") if current.is_file() and not current.is_symlink() else attacks_text
+    try:
+        current: Path | None = inside(root, ATTACKS)
+    except KitInputError:
+        current = None  # a link out: never read; writing the layout refuses it, naming it
+    source = current.read_text(encoding="utf-8") if current is not None and current.is_file() else attacks_text
     plugins = redteam_plugins(attack_counts(source, ATTACKS), ATTACKS)
     config = fill("promptfooconfig.yaml.tmpl") + _yaml(promptfoo_config(agent, purpose, plugins))
     example = cases if cases.endswith((".yaml", ".yml")) else f"{cases.rstrip('/')}/example.yaml"
@@ -408,7 +411,11 @@ def check(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
     meant to be edited) yours."""
     out: list[tuple[str, str]] = []
     for g in files:
-        path = root / g.path
+        try:
+            path = inside(root, g.path)
+        except KitInputError as e:  # never read through a link out of the repository
+            out.append((g.path, f"differs: {e.message}"))
+            continue
         if not path.exists():
             out.append((g.path, "missing"))
         elif g.mode == "append":

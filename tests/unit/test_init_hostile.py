@@ -106,3 +106,13 @@ def test_another_agent_in_tool_kit_is_an_error_and_force_says_what_it_changed(re
     assert (
         yamlio.safe_load((repo / "promptfooconfig.yaml").read_text())["providers"][0]["config"]["agent"] == "desk:run"
     )
+
+
+def test_check_names_a_link_out_of_the_repository_and_reads_nothing_through_it(repo, tmp_path, capsys) -> None:
+    assert main(["init", "--agent", "desk:run"]) == 0
+    (tmp_path / "theirs.mk").write_text("evals:\n\ttrue\n")
+    (repo / "Makefile").unlink()
+    (repo / "Makefile").symlink_to(tmp_path / "theirs.mk")
+    capsys.readouterr()
+    assert main(["init", "--check"]) == 1
+    assert "Makefile: differs: is a link out of the repository" in capsys.readouterr().out
