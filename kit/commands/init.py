@@ -477,21 +477,21 @@ _TABLE = re.compile(r"^\s*\[")
 
 
 def rewrite_keys(text: str, changes: dict[str, str]) -> str:
-    """pyproject.toml's text with `key = ...` lines of the [tool.kit] table set to the given values (TOML
-    strings), checked by reading it back: a line the kit cannot rewrite safely is an error, never a guess."""
+    """pyproject.toml's text with `key = ...` lines of [tool.kit] (`agent`) or its subtables (`redteam.purpose`
+    in [tool.kit.redteam]) set to the given values (TOML strings), checked by reading it back: a line the kit
+    cannot rewrite safely is an error, never a guess."""
     lines = text.splitlines(keepends=True)
-    in_table = False
+    table = ""
     done: set[str] = set()
     for i, line in enumerate(lines):
         if _TABLE.match(line):
-            in_table = line.strip().replace(" ", "") == "[tool.kit]"
+            table = line.strip().replace(" ", "")
             continue
-        if not in_table:
-            continue
-        for key, value in changes.items():
-            if re.match(rf"^\s*{re.escape(key)}\s*=", line):
+        for dotted, value in changes.items():
+            sub, _, key = dotted.rpartition(".")
+            if table == f"[tool.kit{'.' + sub if sub else ''}]" and re.match(rf"^\s*{re.escape(key)}\s*=", line):
                 lines[i] = f"{key} = {toml_string(value)}\n"
-                done.add(key)
+                done.add(dotted)
     new = "".join(lines)
     try:
         tool = tomllib.loads(new).get("tool", {}).get("kit", {})
@@ -499,7 +499,14 @@ def rewrite_keys(text: str, changes: dict[str, str]) -> str:
         raise KitInputError(
             f"--force could not rewrite [tool.kit] safely ({e}): edit it by hand", file="pyproject.toml"
         ) from None
-    if any(key not in done or tool.get(key) != value for key, value in changes.items()):
+
+    def got(dotted: str) -> Any:
+        value: Any = tool
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    if any(key not in done or got(key) != value for key, value in changes.items()):
         raise KitInputError("--force could not rewrite [tool.kit] safely: edit it by hand", file="pyproject.toml")
     return new
 
@@ -544,7 +551,11 @@ def main(args: argparse.Namespace) -> int:
             return 2
     conflicts = {
         key: (old, new)
-        for key, old, new in (("agent", known_agent, agent), ("cases", known_cases, cases))
+        for key, old, new in (
+            ("agent", known_agent, agent),
+            ("cases", known_cases, cases),
+            ("redteam.purpose", known_purpose, purpose),
+        )
         if old is not None and old != new
     }
     module = root / (agent.partition(":")[0].replace(".", "/"))

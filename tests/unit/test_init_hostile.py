@@ -116,3 +116,13 @@ def test_check_names_a_link_out_of_the_repository_and_reads_nothing_through_it(r
     capsys.readouterr()
     assert main(["init", "--check"]) == 1
     assert "Makefile: differs: is a link out of the repository" in capsys.readouterr().out
+
+
+def test_another_purpose_is_a_conflict_and_force_rewrites_it(repo, capsys) -> None:
+    assert main(["init", "--agent", "desk:run", "--purpose", "Old desk."]) == 0
+    assert main(["init", "--purpose", 'New "desk".\nNever refunds.']) == 2
+    assert "redteam.purpose is 'Old desk.' there" in capsys.readouterr().err
+    assert main(["init", "--purpose", 'New "desk".\nNever refunds.', "--force"]) == 0
+    assert "--force: [tool.kit] redteam.purpose 'Old desk.' -> " in capsys.readouterr().out
+    purpose = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["kit"]["redteam"]["purpose"]
+    assert purpose == 'New "desk".\nNever refunds.'
