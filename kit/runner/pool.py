@@ -13,7 +13,7 @@ Hosts are spawned, on every platform: fresh interpreters (`python -c`) handed th
 the parent's `__main__` never runs in them (as it would under multiprocessing's spawn). Nothing is forked:
 forking a process that loaded the Objective-C runtime is unsafe on macOS (an httpx client, so the openai
 SDK, reads the proxy settings through `_scproxy`), a fork copies whatever locks the parent's threads held,
-and forked workers for the reference agent were no faster (bench/start_method.py).
+and the forked workers the reference agent once had saved too little to keep (bench/start_method.py).
 """
 
 from __future__ import annotations
