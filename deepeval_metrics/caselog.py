@@ -87,6 +87,15 @@ class CaseLog:
 _COLLECTING: list[list[CaseLog]] = []
 
 
+def current() -> list[CaseLog]:
+    """The CaseLogs the innermost `collecting` block has gathered so far (none outside one)."""
+    return list(_COLLECTING[-1]) if _COLLECTING else []
+
+
+def is_collecting() -> bool:
+    return bool(_COLLECTING)
+
+
 @contextlib.contextmanager
 def collecting() -> Iterator[list[CaseLog]]:
     """Every CaseLog created inside the block, in order."""

@@ -21,10 +21,22 @@ from kit.result import Result
 GATE_ATTR = "kit_gate"  # "hard" on a metric (hard(metric) sets it): a hard gate; else soft
 
 
+# The names of the metrics declared hard. DeepEval measures copies rebuilt from constructor arguments, which
+# lose the attribute: a verdict seen after the fact (deepeval_metrics.evaluated) is told hard by its name.
+_HARD_NAMES: set[str] = set()
+
+
 def hard(metric: Any) -> Any:
-    """Declare a DeepEval metric of your own a hard gate: its verdict is one of the case's checks."""
+    """Declare a DeepEval metric of your own a hard gate: its verdict is one of the case's checks (wherever a
+    metric of that name is measured in this session, through `assert_run` or a bare `deepeval.assert_test`)."""
     setattr(metric, GATE_ATTR, "hard")
+    _HARD_NAMES.add(name_of(metric))
     return metric
+
+
+def declared_hard(name: str) -> bool:
+    """A metric of this name was declared hard (`hard(metric)`) in this process."""
+    return name in _HARD_NAMES
 
 
 def name_of(metric: Any) -> str:

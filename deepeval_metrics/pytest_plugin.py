@@ -6,9 +6,11 @@
 - one store run per `deepeval test run` (source `deepeval`; agent, model id and kind from the one plan,
   kit.plan, as `kit run` records them; xdist workers join it);
 - every CaseLog a test makes (deepeval_metrics.run_agent, replay) is stored when the test ends, whatever its
-  outcome, with every metric `assert_run` measured on it: the oracle's (hard), the rubrics' (soft) and your
-  own DeepEval metrics (soft `metric:<name>`, hard when declared with deepeval_metrics.hard): a test file
-  written with the public API needs no store code;
+  outcome, with every metric DeepEval measured on it, through `assert_run` or a bare `deepeval.assert_test` /
+  `evaluate` (deepeval_metrics.evaluated sees each test case DeepEval evaluates): the oracle's (hard), the
+  rubrics' (soft) and your own DeepEval metrics (soft `metric:<name>`, hard when declared with
+  deepeval_metrics.hard): a test file written with the public API needs no store code; a test case that
+  names no kit case is listed at the end, not stored;
 - the soft-gate floors of the settings' gates file are checked at the end;
 - the run is finished from DeepEval's end-of-run hook, or at session end under plain pytest.
 """
@@ -31,7 +33,7 @@ quiet_offline()
 import deepeval  # noqa: E402
 from deepeval.utils import get_is_running_deepeval  # noqa: E402
 
-from deepeval_metrics import caselog  # noqa: E402
+from deepeval_metrics import caselog, evaluated  # noqa: E402
 from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
 from deepeval_metrics.runner import plan  # noqa: E402
 from deepeval_metrics.session import EvalSession  # noqa: E402
@@ -61,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     distributed = _is_worker(config) or getattr(config.option, "dist", "no") not in (None, "no")
     pin_deepeval_io(distributed=distributed)
     judge = plan().judge
+    evaluated.observe(_store_now)  # every metric of every test case DeepEval evaluates, yours included
     _SESSION = EvalSession.begin(
         plan(),
         "deepeval",
@@ -97,6 +100,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
                         log.recorded = True
 
 
+def _store_now(log: caselog.CaseLog) -> None:
+    """A log made as DeepEval evaluated a test case outside any test (a module-level `deepeval.evaluate`)."""
+    if _SESSION is not None:
+        _SESSION.record(log)
+
+
 @pytest.fixture(scope="session")
 def kit_session() -> EvalSession:
     """The store run of this session (to record a CaseLog made outside a test: `kit_session.record(log)`)."""
@@ -115,6 +124,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         floors = []
     for f in floors:
         print(f"kit soft gate: {f.line()}")
+    for line in evaluated.unlinked():
+        print(f"kit: DeepEval test case {line}: its metrics are not in the store")
     if any(f.below_floor for f in floors) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if not get_is_running_deepeval():
