@@ -18,12 +18,13 @@ red team runs) and replaces what belongs to the reference agent's shop:
 The files are written beside the config: case.yaml and a copy of the invariants it names.
 
 With an attacker (`[tool.kit.redteam] attacker`, a Promptfoo provider id), the red team also adapts: every
-hard check of the judging case becomes a goal (goals.py), one `policy` plugin each, pursued by Promptfoo's
-crescendo (stateful: one conversation, never backtracked, so every turn the agent saw counts) and
-jailbreak:tree with the attacker model, against the red-team target (target.py: one agent per conversation)
-and judged per conversation by the oracle (conversation_assert.cjs). The static attacks keep their static
-strategies. goat, jailbreak:hydra and jailbreak:meta (and `jailbreak`, which is iterative:meta) need
-Promptfoo's remote generation and fail offline: the kit does not configure them.
+hard check of the judging case and every hard invariant of the suite (the plan's invariants file) becomes a
+goal (kit.redteam_goals), one `policy` plugin each, pursued by Promptfoo's crescendo (stateful: one
+conversation, never backtracked, so every turn the agent saw counts) and jailbreak:tree with the attacker
+model, against the red-team target (target.py: one agent per conversation) and judged per conversation by
+the oracle (conversation_assert.cjs). The static attacks keep their static strategies. goat,
+jailbreak:hydra and jailbreak:meta (and `jailbreak`, which is iterative:meta) need Promptfoo's remote
+generation and fail offline: the kit does not configure them.
 
 In a repository `kit init` set up, the root promptfooconfig.yaml carries the red team `npx promptfoo redteam
 run` runs (purpose, plugins, strategies, the case in redteam/case.yaml): for that agent the generated config
@@ -43,10 +44,10 @@ from typing import Any
 
 import yaml
 
-from kit import yamlio
+from kit import redteam_goals, yamlio
 from kit.toolspec import Effect, tool_effects, with_effects
 from kit_promptfoo.genconfig import agent_provider, file_ref, glue
-from kit_promptfoo.redteam import corpus, generator, goals, hooks
+from kit_promptfoo.redteam import corpus, hooks
 
 # The red team's own files (template, generic attacks and invariants, hooks, grader) lie beside this module.
 REDTEAM = Path(__file__).resolve().parent
@@ -132,29 +133,6 @@ def root_redteam(root_config: Path, agent: str) -> tuple[dict[str, Any], dict[st
     return red, {"case_file": str(case_file), "case_id": str(vars_["case_id"])}
 
 
-ADAPTIVE = ("crescendo", "jailbreak:tree")
-TREE_ATTEMPTS = 30  # jailbreak:tree's attempts per goal (Promptfoo's own cap without an account)
-# Attacker calls per goal, worst case: crescendo asks for a question and two scores per turn; tree asks for a
-# prompt and a judgement per attempt.
-CALLS_PER_TURN = {"crescendo": 3}
-CALLS_PER_GOAL = {"jailbreak:tree": 2 * TREE_ATTEMPTS}
-
-
-def worst_case_calls(goals_n: int, strategies: tuple[str, ...], max_turns: int) -> int:
-    per_goal = sum(CALLS_PER_TURN.get(s, 0) * max_turns + CALLS_PER_GOAL.get(s, 0) for s in strategies)
-    return goals_n * per_goal
-
-
-STATIC = ("base64", "leetspeak", "homoglyph", "jailbreak-templates")
-
-
-def attacker_provider(attacker: str, base_url: str | None) -> dict[str, Any]:
-    """The attacker as a Promptfoo provider; at a base URL (a local server) no API key is required."""
-    if not base_url:
-        return {"id": attacker}
-    return {"id": attacker, "config": {"apiBaseUrl": base_url, "apiKeyRequired": False}}
-
-
 def unreachable(base_url: str, timeout: float = 5.0) -> str | None:
     """Why the attacker's server cannot be reached (None: it answered, whatever it answered). Through the
     same proxy settings Promptfoo uses, so a host the offline environment closes is refused here first."""
@@ -185,56 +163,28 @@ def adaptive(
     judge: bool,
     budget: int | None = None,
 ) -> None:
-    """Add the adaptive red team to `config`: a goal plugin per hard check of the judging case, the adaptive
-    strategies driven by the attacker, the sessions target, and the attacker as crescendo's scorer when
-    there is no judge (Promptfoo asks `defaultTest.options.provider`)."""
+    """Add the adaptive red team to `config`: a goal plugin per hard check of the judging case and per hard
+    invariant of the suite (`kit.redteam_goals.aimed_checks`), the adaptive strategies driven by the attacker,
+    the sessions target, and the attacker as crescendo's scorer when there is no judge (Promptfoo asks
+    `defaultTest.options.provider`). A root config's section that is adaptive already is made so again."""
     from kit.case import find_invariants_file, load_suite
+    from kit.plan import current_plan
 
-    for s in strategies:
-        if s not in ADAPTIVE:
-            raise ValueError(
-                f"adaptive strategy {s!r}: the kit runs {', '.join(ADAPTIVE)} (others need remote generation)"
-            )
+    redteam_goals.check_strategies(strategies)
     case_file = Path(ref["case_file"])
     suite = load_suite(case_file, find_invariants_file(case_file.parent))
     case = next((c for c in suite.cases if c.id == ref["case_id"]), None)
     if case is None:
         raise ValueError(f"{case_file}: case '{ref['case_id']}': " + "; ".join(str(e) for e in suite.errors))
     red = config["redteam"]
-    aims = goals.goals(case, tools=tool_effects_of(tools), purpose=red.get("purpose"))
+    checks = redteam_goals.aimed_checks(case.checks, current_plan().invariants)
+    aims = redteam_goals.goals(checks, tools=tool_effects_of(tools), purpose=red.get("purpose"))
     if not aims:
         raise ValueError(f"{case_file}: case '{ref['case_id']}' has no checks: an adaptive attack has no goal")
-    worst = worst_case_calls(len(aims), strategies, max_turns)
-    if budget is not None and worst > budget:
-        raise ValueError(
-            f"[tool.kit.redteam] attacker_calls = {budget}: this red team may make {worst} attacker calls "
-            f"({len(aims)} goals x {', '.join(strategies)} at max_turns {max_turns}); lower max_turns, name fewer "
-            "strategies or checks, or raise the budget"
-        )
-    for plugin in red["plugins"]:  # the static attacks keep their static strategies
-        cfg = plugin.setdefault("config", {})
-        cfg["excludeStrategies"] = sorted({*cfg.get("excludeStrategies", []), *strategies})
-    for g in aims:
-        red["plugins"].append(
-            {
-                "id": "policy",
-                "numTests": 1,
-                "config": {
-                    "policy": g.text,
-                    "modifiers": {"kit_category": generator.GOAL_CATEGORY, "kit_goal": g.text, "kit_goal_id": g.id},
-                    "excludeStrategies": list(STATIC),
-                },
-            }
-        )
-    extra: list[Any] = []
-    for s in strategies:
-        cfg: dict[str, Any] = {"redteamProvider": attacker}
-        if s == "crescendo":
-            cfg.update(stateful=True, maxTurns=max_turns, maxBacktracks=0)
-        else:
-            cfg.update(maxAttempts=TREE_ATTEMPTS)
-        extra.append({"id": s, "config": cfg})
-    red["strategies"] = [*red.get("strategies", []), *extra]
+    problem = redteam_goals.budget_problem(len(aims), strategies, max_turns, budget)
+    if problem:
+        raise ValueError(problem)
+    redteam_goals.add_adaptive(red, aims, attacker=attacker, strategies=strategies, max_turns=max_turns)
     for target in config["targets"]:
         target["id"] = "file://" + glue("redteam", "target.py").resolve().as_posix()
         target.setdefault("config", {})["workers"] = 1  # a conversation's turns must reach the worker holding it
@@ -259,7 +209,7 @@ def build(
     tools: Path | None = None,
     root_config: Path | None = None,
     attacker: dict[str, Any] | None = None,
-    strategies: tuple[str, ...] = ADAPTIVE,
+    strategies: tuple[str, ...] = redteam_goals.ADAPTIVE,
     max_turns: int = 4,
     judge: bool = False,
     budget: int | None = None,
@@ -327,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-turns", type=int, help="turns per crescendo conversation (default: the settings', 4)")
     ap.add_argument(
         "--strategies",
-        default=",".join(ADAPTIVE),
+        default=",".join(redteam_goals.ADAPTIVE),
         help="adaptive strategies, comma-separated (default: all the kit runs)",
     )
     ap.add_argument("--out", type=Path, required=True)
@@ -342,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     attacker_id = args.attacker or rt.attacker
     base_url = args.attacker_base_url or rt.attacker_base_url
-    attacker = attacker_provider(attacker_id, base_url) if attacker_id else None
+    attacker = redteam_goals.attacker_provider(attacker_id, base_url) if attacker_id else None
     if attacker is not None and base_url:
         why = unreachable(base_url)
         if why is not None:

@@ -13,11 +13,10 @@ import json
 import re
 from typing import Any
 
+from kit.redteam_goals import GOAL_CATEGORY
 from kit_promptfoo.redteam import corpus, multiturn
 
 _CATEGORY = re.compile(r"^\s*kit_category:\s*([a-z-]+)\s*$", re.M)
-# An adaptive attack's objective (kit_promptfoo/redteam/goals.py), carried whole in its plugin's modifiers.
-GOAL_CATEGORY = "invariant-goal"
 _GOAL = re.compile(r"^\s*kit_goal:\s*(.+?)\s*$", re.M)
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from kit.errors import KitInputError
 from kit.evaluate import evaluate
 from kit.plan import current_plan
+from kit.redteam_goals import aimed_case
 from kit.runner.conversation import turn_output
 from kit.runner.invoke import AgentTimeout, call_agent
 from kit.trace import parse_trace
@@ -186,7 +187,8 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         plan = current_plan(agent=req.agent, variant=req.variant, policy=req.policy, reference_ok=req.reference)
         if not (req.case_file and req.case_id):
             raise ValueError("an adaptive attack needs case_file and case_id: the case its conversation is judged by")
-        case = request_case(req, load_case(req.case_file, req.case_id, plan), prompt)
+        # Held to the checks its goals were drawn from: the case's and the suite's hard invariants.
+        case = aimed_case(request_case(req, load_case(req.case_file, req.case_id, plan), prompt), plan.invariants)
         session, text = _session(prompt, vars_, plan, case, Path(ledger))
     except (ValueError, KitInputError, OSError) as e:
         return {"error": f"kit red-team target: {e}"}
