@@ -17,7 +17,9 @@ server span answered it, else the client span's `server.address` (and `server.po
 
 What agents return: the OpenAI Agents SDK marks each item of an MCP tool with `tool_origin`
 (`mcp_server_name`): `agents_sdk_servers(result)` maps the call ids to servers and `with_servers` puts them on
-the trace's tool spans.
+the trace's tool spans. pydantic-ai's messages and LangChain's name no server (a tool call has its name, a
+LangChain ToolMessage from an MCP tool its structured content at most), so such an agent declares them beside
+its messages: `mcp_servers`, per server the tools it loaded from it (`declared_servers`, `servers_by_call`).
 """
 
 from __future__ import annotations
@@ -249,3 +251,38 @@ def with_servers(trace: dict[str, Any], servers: dict[str, str]) -> dict[str, An
             said = text[text.index(REPLAY_MISS) + len(REPLAY_MISS) :]
             raise ReplayMissed(f"made an MCP call to server {server} that its replayed cassette cannot answer: {said}")
     return trace
+
+
+# --- what an agent declares: pydantic-ai and LangChain results name no server -----------------------------
+
+
+def declared_servers(declared: Any) -> dict[str, str]:
+    """Tool name -> MCP server, from the `mcp_servers` an agent returns beside its messages: per server, the
+    tools it loaded from it, as names or as its MCP client listed them (anything with a `name`: MCP tools,
+    LangChain tools). ValueError saying what is wrong, a tool two servers claim included."""
+    if not isinstance(declared, dict):
+        raise ValueError(f"is a {type(declared).__name__}, not a mapping of server name to its tools")
+    out: dict[str, str] = {}
+    for server, tools in declared.items():
+        if not isinstance(server, str) or not server:
+            raise ValueError(f"names a server {server!r}: a server's name is a non-empty string")
+        if isinstance(tools, str | bytes | dict) or not isinstance(tools, Iterable):
+            raise ValueError(f"gives server {server} a {type(tools).__name__}, not a list of its tools")
+        for tool in tools:
+            name = tool if isinstance(tool, str) else tool.get("name") if isinstance(tool, dict) else None
+            name = name if name is not None else getattr(tool, "name", None)
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"lists a {type(tool).__name__} under server {server}, not a tool or its name")
+            if out.get(name, server) != server:
+                raise ValueError(f"puts tool {name} on two servers, {out[name]} and {server}")
+            out[name] = server
+    return out
+
+
+def servers_by_call(trace: dict[str, Any], tools: dict[str, str]) -> dict[str, str]:
+    """Call id -> MCP server for the trace's tool calls of the declared tools (for `with_servers`)."""
+    return {
+        span["tool_call_id"]: tools[span.get("name")]
+        for span in trace.get("spans", [])
+        if span.get("kind") == "tool" and span.get("name") in tools and span.get("tool_call_id")
+    }

@@ -11,7 +11,10 @@ Recognised (`trace_dict(result, case_id)`):
 - LangChain messages (`AIMessage`, `ToolMessage`, ...), in a list or in a LangGraph state dict
   `{"messages": [...]}` (what `graph.invoke()` returns);
 - pydantic-ai `ModelMessage` lists (`result.all_messages()`), their JSON (`all_messages_json()`), the
-  decoded JSON, or the run's result itself (`agent.run_sync(...)`).
+  decoded JSON, or the run's result itself (`agent.run_sync(...)`);
+- any of the dicts above with `mcp_servers` beside the messages: per MCP server, the tools the agent loaded
+  from it (names, or the tools as its MCP client listed them), put as `server` on those tools' calls; the
+  Agents SDK's RunResult names its MCP servers itself (kit.importers.mcp).
 
 A framework's own objects are recognised by the module their class comes from, so no framework is imported
 for a result that is not one of its own (and a framework that is not installed costs nothing). Everything
@@ -142,6 +145,8 @@ def _json_or_none(raw: bytes | bytearray | str) -> Any:
 
 
 def _from_dict(result: dict[str, Any], case_id: str) -> dict[str, Any]:
+    if "mcp_servers" in result:
+        return _with_declared_servers(result, case_id)
     messages = result.get("messages")
     if "spans" not in result and isinstance(messages, list | tuple):
         if not messages and result.get("final_output") is None:
@@ -158,6 +163,22 @@ def _from_dict(result: dict[str, Any], case_id: str) -> dict[str, Any]:
         f"returned a dict with {keys}: neither a trace (spans, final_output) nor a conversation "
         "(messages: OpenAI, LangChain or pydantic-ai messages)"
     )
+
+
+def _with_declared_servers(result: dict[str, Any], case_id: str) -> dict[str, Any]:
+    """A result with `mcp_servers` beside its messages: the MCP server of each tool as the agent loaded them
+    (pydantic-ai's messages and LangChain's name no server), put on the calls of those tools."""
+    from kit.importers.mcp import ReplayMissed, declared_servers, servers_by_call, with_servers
+
+    try:
+        tools = declared_servers(result["mcp_servers"])
+    except ValueError as e:
+        raise UnknownResult(f"returned mcp_servers that {e}") from None
+    trace = _from_dict({k: v for k, v in result.items() if k != "mcp_servers"}, case_id)
+    try:
+        return with_servers(trace, servers_by_call(trace, tools))
+    except ReplayMissed as e:  # a call `kit mcp replay` had no recording for: the run's error
+        raise UnknownResult(str(e)) from None
 
 
 def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, where: str) -> dict[str, Any]:

@@ -1,0 +1,192 @@
+"""pydantic-ai's and LangGraph's MCP desks (tests/unit/_mcp_framework_desks.py: pydantic-ai's MCPToolset; a
+LangGraph ReAct agent over fastmcp's Client) judged by `kit run` with `server:` scoping, their shop server the
+committed cassette (tests/data/mcp/shop.json) served by the kit's replay server over streamable HTTP, in this
+process: the calls come from what each framework returns (its messages, the servers declared beside them
+as `mcp_servers`), a check scoped to a server the run never used fails naming it, and a call the cassette
+cannot answer is an error run naming the tool and its arguments."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from kit.cli import main
+from kit.doubles.openai_server import ScriptedOpenAIServer
+from kit.runner.frameworks import UnknownResult, trace_dict
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent / "data" / "mcp"
+CASSETTE = DATA / "shop.json"
+DESKS = ["pydantic_ai_desk", "langgraph_desk"]
+MISS = (
+    "the agent made an MCP call to server shop that its replayed cassette cannot answer: "
+    f'{CASSETTE}: no recorded response for tool lookup_order with arguments {{"order_id":"ORD-0007"}}'
+)
+
+
+def _serve_replay(path: Path) -> Iterator[str]:
+    """`kit mcp replay PATH --port 0` in a thread of this process: its URL until the generator closes."""
+    from kit.mcp.cassette import McpCassette
+    from kit.mcp.replay import Replayer
+    from kit.mcp.serve import build_server, serve_http
+
+    bound: list[int] = []
+    up, stop = threading.Event(), threading.Event()
+
+    async def serve() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: serve_http(build_server(Replayer(McpCassette.load(path))), 0, ready=on_ready))
+            await anyio.to_thread.run_sync(stop.wait)
+            tg.cancel_scope.cancel()
+
+    def on_ready(port: int) -> None:
+        bound.append(port)
+        up.set()
+
+    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
+    thread.start()
+    assert up.wait(30), "the replay server did not start"
+    try:
+        yield f"http://127.0.0.1:{bound[0]}/mcp"
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _servers() -> Iterator[None]:
+    sys.path.insert(0, str(HERE))
+    from _mcp_framework_desks import desk_model
+
+    saved = dict(os.environ)
+    with ScriptedOpenAIServer(desk_model) as srv:
+        for url in _serve_replay(CASSETTE):
+            os.environ["DESK_MODEL_URL"] = srv.base_url
+            os.environ.pop("MCP_SHOP_COMMAND", None)
+            os.environ["MCP_SHOP_URL"] = url
+            try:
+                yield
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+
+
+def _kit_run(desk: str, cases: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    """`kit run` on the desk, the agent called in this process (threads): its exit code and its --json."""
+    agent = f"_mcp_framework_desks:{desk}"
+    flags = ["--no-store", "--out", str(out / "results.json"), "--pool", "thread", "--json"]
+    code = main(["run", "--agent", agent, "--cases", str(cases), *flags])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _failures(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Per case, each check that did not pass and its reason; a run's error under "error"."""
+    out: dict[str, dict[str, str]] = {}
+    for run in report["results"]:
+        failed = {c["check"]: c["reason"] for c in run["checks"] if c["outcome"] != "pass"}
+        if run.get("error"):
+            failed["error"] = run["error"]
+        out[run["case_id"]] = failed
+    return out
+
+
+@pytest.mark.parametrize("desk", DESKS)
+def test_its_mcp_calls_are_judged_with_server_scoping(
+    desk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _kit_run(desk, DATA / "desk_cases.yaml", tmp_path, capsys)
+    assert _failures(report) == {"refund": {}, "status": {}}
+    assert code == 0
+
+
+@pytest.mark.parametrize("desk", DESKS)
+def test_a_check_scoped_to_a_server_it_never_used_fails_by_name(
+    desk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _kit_run(desk, DATA / "desk_wrong_server.yaml", tmp_path, capsys)
+    assert _failures(report) == {
+        "refund": {
+            "called:lookup_order@server:payments": "server payments: lookup_order never called",
+            "allowed_servers": "calls outside the allowed servers: lookup_order, issue_refund on shop",
+        }
+    }
+    assert code == 1
+
+
+@pytest.mark.parametrize("desk", DESKS)
+def test_a_call_the_cassette_cannot_answer_is_an_error_naming_it(
+    desk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = tmp_path / "changed.yaml"
+    cases.write_text('- id: refund\n  input: "Please refund order ORD-0007."\n  checks: [{type: no_tool_errors}]\n')
+    code, report = _kit_run(desk, cases, tmp_path, capsys)
+    assert _failures(report)["refund"]["error"].endswith(MISS), report
+    assert code == 1
+
+
+def test_the_trace_holds_name_server_arguments_result_and_error() -> None:
+    import _mcp_framework_desks as desks
+
+    for desk in (desks.pydantic_ai_desk, desks.langgraph_desk):
+        tools = [s for s in trace_dict(desk("Please refund order ORD-7."), "c")["spans"] if s["kind"] == "tool"]
+        assert [(s["name"], s["server"], s["input"], s["output"], s["error"]) for s in tools] == [
+            ("lookup_order", "shop", {"order_id": "ORD-7"}, {**_order(), "email": "ann@example.com"}, None),
+            ("issue_refund", "shop", {"order_id": "ORD-7", "amount": 42.0}, _refund(), None),
+        ], desk.__name__
+
+
+def _order() -> dict[str, Any]:
+    return {"order_id": "ORD-7", "status": "delivered", "total": 42.0}
+
+
+def _refund() -> dict[str, Any]:
+    return {"refund_id": "R-ORD-7", "order_id": "ORD-7", "amount": 42.0}
+
+
+def test_a_failed_call_is_the_calls_error_on_its_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shop's own failure (a result with isError, recorded) is the call's error in the trace, on its server:
+    pydantic-ai's retry prompt, LangChain's ToolMessage with status "error"."""
+    import _mcp_framework_desks as desks
+
+    cassette = json.loads(CASSETTE.read_text())
+    failed = {"content": [{"type": "text", "text": "no order ORD-9"}], "isError": True}
+    cassette["calls"].append({"tool": "lookup_order", "arguments": {"order_id": "ORD-9"}, "result": failed})
+    path = tmp_path / "shop.json"
+    path.write_text(json.dumps(cassette))
+    for url in _serve_replay(path):
+        monkeypatch.setenv("MCP_SHOP_URL", url)
+        for desk in (desks.pydantic_ai_desk, desks.langgraph_desk):
+            trace = trace_dict(desk("Where is my order ORD-9?"), "c")
+            tools = [s for s in trace["spans"] if s["kind"] == "tool"]
+            assert [(s["name"], s["server"], s["input"]) for s in tools] == [
+                ("lookup_order", "shop", {"order_id": "ORD-9"})
+            ], desk.__name__
+            assert "no order ORD-9" in str(tools[0]["error"]), (desk.__name__, tools[0])
+            assert trace["final_output"].startswith("Sorry: no order ORD-9"), desk.__name__
+
+
+@pytest.mark.parametrize(
+    ("declared", "said"),
+    [
+        (["shop"], "returned mcp_servers that is a list, not a mapping of server name to its tools"),
+        ({"shop": "lookup_order"}, "returned mcp_servers that gives server shop a str, not a list of its tools"),
+        ({"shop": [3]}, "returned mcp_servers that lists a int under server shop, not a tool or its name"),
+        (
+            {"shop": ["lookup_order"], "payments": ["lookup_order"]},
+            "returned mcp_servers that puts tool lookup_order on two servers, shop and payments",
+        ),
+    ],
+)
+def test_a_bad_declaration_is_named(declared: Any, said: str) -> None:
+    messages = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+    with pytest.raises(UnknownResult) as e:
+        trace_dict({"messages": messages, "mcp_servers": declared}, "c")
+    assert str(e.value) == said
