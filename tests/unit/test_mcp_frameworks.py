@@ -25,6 +25,7 @@ from kit.runner.frameworks import UnknownResult, trace_dict
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "mcp"
 CASSETTE = DATA / "shop.json"
+KIT = str(Path(sys.executable).with_name("kit"))
 DESKS = ["pydantic_ai_desk", "langgraph_desk"]
 MISS = (
     "the agent made an MCP call to server shop that its replayed cassette cannot answer: "
@@ -79,12 +80,15 @@ def _servers() -> Iterator[None]:
                 os.environ.update(saved)
 
 
-def _kit_run(desk: str, cases: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+def _kit_run(
+    desk: str, cases: Path, out: Path, capfd: pytest.CaptureFixture[str], *only: str
+) -> tuple[int, dict[str, Any]]:
     """`kit run` on the desk, the agent called in this process (threads): its exit code and its --json."""
     agent = f"_mcp_framework_desks:{desk}"
     flags = ["--no-store", "--out", str(out / "results.json"), "--pool", "thread", "--json"]
+    flags += [f for case in only for f in ("-k", case)]
     code = main(["run", "--agent", agent, "--cases", str(cases), *flags])
-    return code, json.loads(capsys.readouterr().out)
+    return code, json.loads(capfd.readouterr().out)
 
 
 def _failures(report: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -100,18 +104,18 @@ def _failures(report: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize("desk", DESKS)
 def test_its_mcp_calls_are_judged_with_server_scoping(
-    desk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    desk: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    code, report = _kit_run(desk, DATA / "desk_cases.yaml", tmp_path, capsys)
+    code, report = _kit_run(desk, DATA / "desk_cases.yaml", tmp_path, capfd)
     assert _failures(report) == {"refund": {}, "status": {}}
     assert code == 0
 
 
 @pytest.mark.parametrize("desk", DESKS)
 def test_a_check_scoped_to_a_server_it_never_used_fails_by_name(
-    desk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    desk: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    code, report = _kit_run(desk, DATA / "desk_wrong_server.yaml", tmp_path, capsys)
+    code, report = _kit_run(desk, DATA / "desk_wrong_server.yaml", tmp_path, capfd)
     assert _failures(report) == {
         "refund": {
             "called:lookup_order@server:payments": "server payments: lookup_order never called",
@@ -123,13 +127,38 @@ def test_a_check_scoped_to_a_server_it_never_used_fails_by_name(
 
 @pytest.mark.parametrize("desk", DESKS)
 def test_a_call_the_cassette_cannot_answer_is_an_error_naming_it(
-    desk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    desk: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     cases = tmp_path / "changed.yaml"
     cases.write_text('- id: refund\n  input: "Please refund order ORD-0007."\n  checks: [{type: no_tool_errors}]\n')
-    code, report = _kit_run(desk, cases, tmp_path, capsys)
+    code, report = _kit_run(desk, cases, tmp_path, capfd)
     assert _failures(report)["refund"]["error"].endswith(MISS), report
     assert code == 1
+
+
+@pytest.mark.e2e
+def test_live_behind_kit_mcp_record_then_replayed_over_stdio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Live: each desk launches `kit mcp record` (stdio) in front of the real shop server (tests/unit/_mcp_shop.py)
+    and passes the refund case; both record into one cassette, which `kit mcp replay` (stdio) then serves to
+    both (the refund case alone: each run starts two processes)."""
+    cassette = tmp_path / "shop.json"
+    shop = [sys.executable, str(HERE / "_mcp_shop.py")]
+    monkeypatch.delenv("MCP_SHOP_URL")
+    monkeypatch.setenv("MCP_SHOP_COMMAND", json.dumps([KIT, "mcp", "record", "--out", str(cassette), "--", *shop]))
+    for desk in DESKS:
+        code, report = _kit_run(desk, DATA / "desk_cases.yaml", tmp_path, capfd, "refund")
+        assert (_failures(report), code) == ({"refund": {}}, 0), desk
+    recorded = json.loads(cassette.read_text())
+    assert [(c["tool"], c["arguments"]) for c in recorded["calls"]] == [
+        ("lookup_order", {"order_id": "ORD-7"}),
+        ("issue_refund", {"order_id": "ORD-7", "amount": 42.0}),
+    ]
+    monkeypatch.setenv("MCP_SHOP_COMMAND", json.dumps([KIT, "mcp", "replay", str(cassette)]))
+    for desk in DESKS:
+        code, report = _kit_run(desk, DATA / "desk_cases.yaml", tmp_path, capfd, "refund")
+        assert (_failures(report), code) == ({"refund": {}}, 0), desk
 
 
 def test_the_trace_holds_name_server_arguments_result_and_error() -> None:
