@@ -126,6 +126,27 @@ def test_a_check_scoped_to_a_server_it_never_used_fails_by_name(
 
 
 @pytest.mark.parametrize("desk", DESKS)
+def test_a_forbidden_call_is_named_on_its_server_only(
+    desk: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cases = tmp_path / "forbidden.yaml"
+    checks = [
+        {"type": "not_called", "tool": "issue_refund", "server": "shop"},
+        {"type": "not_called", "tool": "issue_refund", "server": "payments"},
+        {"type": "allowed_tools", "tools": ["lookup_order"], "server": "shop"},
+    ]
+    cases.write_text(json.dumps([{"id": "refund", "input": "Please refund order ORD-7.", "checks": checks}]))
+    code, report = _kit_run(desk, cases, tmp_path, capfd)
+    assert _failures(report) == {
+        "refund": {
+            "not_called:issue_refund@server:shop": "server shop: forbidden issue_refund was called 1 time",
+            "allowed_tools@server:shop": "server shop: outside the allowed tools: issue_refund called 1 time",
+        }
+    }
+    assert code == 1
+
+
+@pytest.mark.parametrize("desk", DESKS)
 def test_a_call_the_cassette_cannot_answer_is_an_error_naming_it(
     desk: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
