@@ -8,11 +8,15 @@ is written by its format's library (YAML, JSON) or escaped for it (TOML). An exi
 another agent or other cases is an error; `--force` rewrites those keys and says so.
 
     promptfooconfig.yaml          the provider file://providers/agent_provider.py with your agent in its config,
-                                  and a `redteam:` section: `npx promptfoo redteam run` runs your attacks offline
+                                  and a `redteam:` section: `npx promptfoo redteam run` runs your attacks offline;
+                                  with [tool.kit.redteam] attacker in pyproject.toml, also crescendo and
+                                  jailbreak:tree aimed at every hard invariant (kit.redteam_goals) through the
+                                  red-team target (redteam/target.py)
     providers/                    thin files importing the kit's Promptfoo glue (kit_promptfoo)
     redteam/                      your attacks (attacks.yaml), the invariants every attack is judged by
                                   (invariants.yaml), the red team's case (case.yaml), and the thin generator,
-                                  hooks, grader and target the red-team config names
+                                  hooks, grader, target, keep_providers.cjs and conversation_assert.cjs the
+                                  red-team config names
     tests/evals/                  for `deepeval test run tests/evals` (its conftest stores every result)
     <cases>                       one example case, when the cases file or folder does not exist yet
     evals/rubrics.yaml, gates.yaml  the kit's default rubrics and gate policy
@@ -170,10 +174,13 @@ def redteam_plugins(counts: Counter[str], where: str) -> list[dict[str, Any]]:
     return out
 
 
-def promptfoo_config(agent: str, purpose: str, plugins: list[dict[str, Any]]) -> dict[str, Any]:
+def promptfoo_config(
+    agent: str, purpose: str, plugins: list[dict[str, Any]], adaptive: Adaptive | None = None
+) -> dict[str, Any]:
     """The root promptfooconfig.yaml: your cases (`npx promptfoo eval`) and your attacks (`npx promptfoo
-    redteam run`), both through the kit's provider and judged by its oracle, offline."""
-    return {
+    redteam run`), both through the kit's provider and judged by its oracle, offline. With an attacker
+    (`adaptive`), the same red team also adapts: see `make_adaptive`."""
+    config = {
         "description": agent,  # what the store keeps as the run's agent
         "prompts": ["{{input}}"],
         "providers": [
@@ -194,9 +201,48 @@ def promptfoo_config(agent: str, purpose: str, plugins: list[dict[str, Any]]) ->
             "provider": {"id": "file://redteam/generator.py", "config": {"workers": 1}},
             "injectVar": "input",
             "plugins": plugins,
-            "strategies": STRATEGIES,
+            "strategies": list(STRATEGIES),
         },
     }
+    if adaptive is not None:
+        make_adaptive(config, adaptive)
+    return config
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    """What the root config's adaptive red team needs: the attacker (a Promptfoo provider), its turns, the
+    goals (kit.redteam_goals) and whether a judge answers Promptfoo's graders (else the attacker scores)."""
+
+    attacker: dict[str, Any]
+    max_turns: int
+    goals: tuple[Any, ...]
+    judge: bool
+
+
+def make_adaptive(config: dict[str, Any], a: Adaptive) -> None:
+    """The root config's red team, adaptive (as kit_promptfoo.redteam.config makes the one `make evals` runs):
+    a goal plugin per hard check, crescendo and jailbreak:tree driven by the attacker, the red-team target
+    (one agent per attack conversation, one worker so a conversation's turns reach the agent holding it; a
+    golden test without a conversation goes to the kit's provider unchanged), the strategies' providers kept
+    around the Python hook, and each conversation into its result for the store."""
+    from kit import redteam_goals
+
+    redteam_goals.add_adaptive(
+        config["redteam"], a.goals, attacker=a.attacker, strategies=redteam_goals.ADAPTIVE, max_turns=a.max_turns
+    )
+    for provider in config["providers"]:
+        provider["id"] = "file://redteam/target.py"
+        provider["config"]["workers"] = 1
+    if not a.judge:  # crescendo's scorer asks defaultTest.options.provider; with no judge, the attacker answers
+        config["defaultTest"]["options"] = {"provider": a.attacker}
+    config["extensions"] = [
+        "file://redteam/keep_providers.cjs:stash",
+        "file://redteam/hooks.py:beforeAll",
+        "file://redteam/keep_providers.cjs:restore",
+        "file://providers/store_hook.py:afterAll",
+        "file://redteam/conversation_assert.cjs:afterEach",
+    ]
 
 
 def _tools_json(root: Path, cases: str) -> Path | None:
@@ -250,6 +296,102 @@ def _generic_invariants() -> str:
     return (redteam_folder() / "generic" / "invariants.yaml").read_text(encoding="utf-8")
 
 
+def _tool_kit(root: Path) -> dict[str, Any]:
+    try:
+        path = inside(root, "pyproject.toml")
+    except KitInputError:
+        return {}
+    if not path.is_file():
+        return {}
+    try:
+        tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("kit") or {}
+    except tomllib.TOMLDecodeError as e:
+        raise KitInputError(f"not valid TOML: {e}", file="pyproject.toml") from None
+    return tool if isinstance(tool, dict) else {}
+
+
+def _redteam_case_checks(root: Path, case_text: str, invariants_text: str) -> tuple[Any, ...]:
+    """The checks of redteam/case.yaml as the repository has it (else as `kit init` writes it), its invariants
+    from redteam/invariants.yaml (likewise): what every attack is judged by."""
+    import tempfile
+
+    from kit.case import parse_case, read_invariants
+
+    def current(rel: str, default: str) -> str:
+        try:
+            path = inside(root, rel)
+        except KitInputError:
+            return default
+        return path.read_text(encoding="utf-8") if path.is_file() else default
+
+    with tempfile.TemporaryDirectory() as tmp:
+        inv = Path(tmp) / "invariants.yaml"
+        inv.write_text(current("redteam/invariants.yaml", invariants_text), encoding="utf-8")
+        good, bad = read_invariants(inv)
+    if bad:
+        raise KitInputError(next(iter(bad.values())).message, file="redteam/invariants.yaml")
+    try:
+        docs = yamlio.safe_load(current(REDTEAM_CASE, case_text))
+    except yaml.YAMLError as e:
+        raise KitInputError(f"not valid YAML: {e}", file=REDTEAM_CASE) from None
+    raw = next((d for d in docs or [] if isinstance(d, dict) and d.get("id") == REDTEAM_CASE_ID), None)
+    if raw is None:
+        raise KitInputError(f"no case {REDTEAM_CASE_ID!r}: the red team's attacks are judged by it", file=REDTEAM_CASE)
+    return parse_case(raw, file=REDTEAM_CASE, base_dir=root / "redteam", invariants=good).checks
+
+
+def _suite_invariants(root: Path, cases: str, tool: dict[str, Any]) -> Path | None:
+    """The suite's invariants file: [tool.kit] invariants, else the one beside or above the cases (inside the
+    repository)."""
+    from kit.case import find_invariants_file
+
+    named = tool.get("invariants")
+    if isinstance(named, str) and named:
+        return inside(root, named)
+    found = find_invariants_file(root / cases)
+    return found if found is not None and found.resolve().is_relative_to(root.resolve()) else None
+
+
+def adaptive_of(root: Path, cases: str, purpose: str, case_text: str, invariants_text: str) -> Adaptive | None:
+    """The adaptive red team when [tool.kit.redteam] names an attacker (None: static only, free and offline):
+    a goal per hard check of redteam/case.yaml and per hard invariant of the suite, the attacker's turns and
+    budget as the settings say. Only pyproject.toml is read (no KIT_* variable): the file it writes is committed
+    and must not depend on a shell."""
+    from pydantic import ValidationError
+
+    from kit import redteam_goals
+    from kit.errors import first_error
+    from kit.settings import RedteamSettings
+
+    tool = _tool_kit(root)
+    red = tool.get("redteam") or {}
+    if not isinstance(red, dict) or not red.get("attacker"):
+        return None
+    keys = ("attacker", "attacker_base_url", "max_turns", "attacker_calls")
+    try:
+        rt = RedteamSettings.model_validate({k: red[k] for k in keys if k in red})
+    except ValidationError as e:
+        where, msg, _ = first_error(e)
+        raise KitInputError(f"[tool.kit.redteam] {where}: {msg}", file="pyproject.toml") from None
+    assert rt.attacker is not None
+    checks = redteam_goals.aimed_checks(
+        _redteam_case_checks(root, case_text, invariants_text), _suite_invariants(root, cases, tool)
+    )
+    tools = _tools_json(root, cases)
+    effects = tool_effects(json.loads(tools.read_text(encoding="utf-8"))) if tools is not None else {}
+    aims = redteam_goals.goals(checks, tools=effects, purpose=purpose)
+    problem = redteam_goals.budget_problem(len(aims), redteam_goals.ADAPTIVE, rt.max_turns, rt.attacker_calls)
+    if problem:
+        raise KitInputError(problem, file="pyproject.toml")
+    judge = tool.get("judge")
+    return Adaptive(
+        attacker=redteam_goals.attacker_provider(rt.attacker, rt.attacker_base_url),
+        max_turns=rt.max_turns,
+        goals=aims,
+        judge=isinstance(judge, dict) and bool(judge.get("model")),
+    )
+
+
 def pyproject_block(agent: str, cases: str, purpose: str) -> str:
     return (
         _template("pyproject.toml.tmpl")
@@ -282,7 +424,9 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         current = None  # a link out: never read; writing the layout refuses it, naming it
     source = current.read_text(encoding="utf-8") if current is not None and current.is_file() else attacks_text
     plugins = redteam_plugins(attack_counts(source, ATTACKS), ATTACKS)
-    config = fill("promptfooconfig.yaml.tmpl") + _yaml(promptfoo_config(agent, purpose, plugins))
+    case_text, invariants_text = redteam_case(root, cases), redteam_invariants(root, cases)
+    adaptive = adaptive_of(root, cases, purpose, case_text, invariants_text)
+    config = fill("promptfooconfig.yaml.tmpl") + _yaml(promptfoo_config(agent, purpose, plugins, adaptive))
     example = cases if cases.endswith((".yaml", ".yml")) else f"{cases.rstrip('/')}/example.yaml"
     files = [
         Generated("promptfooconfig.yaml", config),
@@ -291,12 +435,19 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
             for n in ("agent_provider.py", "store_hook.py", "cases.py", "oracle_assert.cjs")
         ),
         Generated(ATTACKS, attacks_text, checked=False),
-        Generated("redteam/invariants.yaml", redteam_invariants(root, cases), checked=False),
-        Generated(REDTEAM_CASE, redteam_case(root, cases), checked=False),
+        Generated("redteam/invariants.yaml", invariants_text, checked=False),
+        Generated(REDTEAM_CASE, case_text, checked=False),
         Generated("redteam/README.md", fill("redteam/README.md.tmpl")),
         *(
             Generated(f"redteam/{n}", fill(f"redteam/{n}.tmpl"))
-            for n in ("generator.py", "hooks.py", "grader.cjs", "target.py")
+            for n in (
+                "generator.py",
+                "hooks.py",
+                "grader.cjs",
+                "target.py",
+                "keep_providers.cjs",
+                "conversation_assert.cjs",
+            )
         ),
         Generated("tests/evals/conftest.py", fill("tests/evals/conftest.py.tmpl")),
         Generated("tests/evals/test_cases.py", fill("tests/evals/test_cases.py.tmpl"), checked=False),
