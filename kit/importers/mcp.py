@@ -286,3 +286,17 @@ def servers_by_call(trace: dict[str, Any], tools: dict[str, str]) -> dict[str, s
         for span in trace.get("spans", [])
         if span.get("kind") == "tool" and span.get("name") in tools and span.get("tool_call_id")
     }
+
+
+def replay_miss(trace: dict[str, Any]) -> str | None:
+    """What the first tool call `kit mcp replay` answered as not in its cassette was (its result or error says
+    so), for the run's error; None when there is none."""
+    for span in trace.get("spans", []):
+        if span.get("kind") != "tool":
+            continue
+        for value in (span.get("output"), span.get("error")):
+            if isinstance(value, str) and REPLAY_MISS in value:
+                said = value[value.index(REPLAY_MISS) + len(REPLAY_MISS) :]
+                to = f" to server {span['server']}" if span.get("server") else ""
+                return f"made an MCP call{to} that its replayed cassette cannot answer: {said}"
+    return None

@@ -56,9 +56,15 @@ def trace_dict(result: Any, case_id: str) -> dict[str, Any]:
     """The agent's result as a trace dict (not yet validated: `kit.trace.parse_trace` does that), or
     UnknownResult naming what was found. An empty result (`[]`, `()`, `{"messages": []}`) is no run. An
     `end_state` handed as a database (a sqlite3 or DuckDB connection, a database file's path) is read into
-    its tables' rows and columns (`end_state_columns`)."""
+    its tables' rows and columns (`end_state_columns`). A tool call `kit mcp replay` answered as not in its
+    cassette makes the result UnknownResult naming the call."""
     result = with_end_state_read(result)
     data = _trace_dict(result, case_id)
+    from kit.importers.mcp import replay_miss
+
+    missed = replay_miss(data)  # whatever framework passed the failed call on, and whether or not it named a server
+    if missed:
+        raise UnknownResult(missed)
     if isinstance(result, dict) and "end_state_columns" in result:
         data["end_state_columns"] = result["end_state_columns"]
     return data

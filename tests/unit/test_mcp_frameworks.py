@@ -182,6 +182,18 @@ def test_live_behind_kit_mcp_record_then_replayed_over_stdio(
         assert (_failures(report), code) == ({"refund": {}}, 0), desk
 
 
+def test_a_miss_is_an_error_even_when_the_agent_declares_no_server() -> None:
+    import _mcp_framework_desks as desks
+
+    unnamed = MISS.replace("call to server shop that", "call that").removeprefix("the agent ")
+    for desk in (desks.pydantic_ai_desk, desks.langgraph_desk):
+        result = desk("Please refund order ORD-0007.")
+        del result["mcp_servers"]
+        with pytest.raises(UnknownResult) as e:
+            trace_dict(result, "c")
+        assert str(e.value) == unnamed, desk.__name__
+
+
 def test_the_trace_holds_name_server_arguments_result_and_error() -> None:
     import _mcp_framework_desks as desks
 
