@@ -242,6 +242,7 @@ def make_adaptive(config: dict[str, Any], a: Adaptive) -> None:
         "file://redteam/keep_providers.cjs:restore",
         "file://providers/store_hook.py:afterAll",
         "file://redteam/conversation_assert.cjs:afterEach",
+        "file://redteam/conversation_assert.cjs:afterAll",  # after the store hook: the conversations folder goes
     ]
 
 

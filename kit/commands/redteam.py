@@ -3,12 +3,13 @@ attacks in your attacks file, so they replay next time with no attacker: free, o
 
     kit redteam keep latest [--attacks redteam/attacks.yaml] [--store FILE]
 
-Each attack of RUN (a Promptfoo red-team run in the store) that an adaptive strategy won left its
-conversations in a ledger (the red-team target writes one sealed entry per conversation; the run's results
-file names the folder of each attack). A conversation that broke a check is kept up to the turn it first
-broke it in, as one attack of category `kept`: `{"turns": [...]}`, which the red team replays turn by turn on
-one fresh agent and the oracle judges as before. A conversation already in the file is not added twice.
-The file's own lines and comments stay as they are: each kept attack is one line appended to its `attacks:`.
+Each attack of RUN (a Promptfoo red-team run in the store) that an adaptive strategy won carries, in the
+run's results file, every conversation of it that broke a check with its user turns (conversation_assert.cjs
+puts them there from the red-team target's ledger, which the eval then removes). A conversation that broke a
+check is kept up to the turn it first broke it in, as one attack of category `kept`: `{"turns": [...]}`, which
+the red team replays turn by turn on one fresh agent and the oracle judges as before. A conversation already in
+the file is not added twice. The file's own lines and comments stay as they are: each kept attack is one line
+appended to its `attacks:`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,24 @@ def _results_file(store: Any, ref: str) -> tuple[str, Path]:
     return run_id, path
 
 
+def _conversations(r: dict[str, Any], attack: str, folder: Path, results: Path) -> list[tuple[str, Any]]:
+    """(where, entry) per conversation of one attack: the broken ones its result carries (`metadata.kit.broken`,
+    written by conversation_assert.cjs, so they outlive the ledger folder the eval removes), else the
+    entries of its ledger folder while it is still there."""
+    kit = ((r.get("response") or {}).get("metadata") or {}).get("kit")
+    if isinstance(kit, dict) and isinstance(kit.get("broken"), list):
+        return [(f"{results}: {attack}", entry) for entry in kit["broken"]]
+    if not folder.is_dir():
+        raise KitInputError(f"attack {attack}: its conversations are gone", file=str(folder))
+    out: list[tuple[str, Any]] = []
+    for f in sorted([*folder.glob("*.json"), *folder.glob("repeat-*/*.json")]):
+        try:
+            out.append((str(f), json.loads(f.read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as e:
+            raise KitInputError(f"not a conversation of the red-team target: {e}", file=str(f)) from None
+    return out
+
+
 def broken_conversations(results: Path) -> list[dict[str, Any]]:
     """Per adaptive attack that failed: each conversation of its ledger that broke a check, cut after the turn
     it first broke one in (`{"attack", "session", "check", "turn", "turns"}`)."""
@@ -70,16 +89,12 @@ def broken_conversations(results: Path) -> list[dict[str, Any]]:
         if not ledger or r.get("success"):
             continue
         attack = ((r.get("testCase") or {}).get("metadata") or {}).get("case_id") or "attack"
-        folder = Path(ledger)
-        if not folder.is_dir():
-            raise KitInputError(f"attack {attack}: its conversations are gone", file=str(folder))
-        for f in sorted(folder.glob("*.json")):
+        for where, entry in _conversations(r, attack, Path(ledger), results):
             try:
-                entry = json.loads(f.read_text(encoding="utf-8"))
                 failed = sorted((entry.get("first_failed") or {}).items(), key=lambda kv: int(kv[1]))
                 session = str(entry["session"])
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-                raise KitInputError(f"not a conversation of the red-team target: {e}", file=str(f)) from None
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                raise KitInputError(f"not a conversation of the red-team target: {e}", file=where) from None
             if not failed:
                 continue
             check, turn = failed[0]

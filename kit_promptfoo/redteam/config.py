@@ -195,7 +195,9 @@ def adaptive(
     config["extensions"] = [f"{keep}:stash", *config["extensions"]]
     config["extensions"].insert(config["extensions"].index(f"{keep}:stash") + 2, f"{keep}:restore")
     # Each adaptive attack's conversation into its result (the store keeps its trace), before the store hook.
-    config["extensions"].append("file://" + (REDTEAM / "conversation_assert.cjs").as_posix() + ":afterEach")
+    # and the eval's conversations folder removed once the store hook (an afterAll before it) stored the results.
+    conversations = "file://" + (REDTEAM / "conversation_assert.cjs").as_posix()
+    config["extensions"] += [f"{conversations}:afterEach", f"{conversations}:afterAll"]
 
 
 def build(

@@ -12,21 +12,40 @@ const fs = require("node:fs");
 const path = require("node:path");
 const { gradingResult, seal } = require(path.join(__dirname, "..", "oracle_assert.cjs"));
 
-function entries(folder) {
+// The conversations the strategy reported holding (crescendo: `sessionId`, jailbreak:tree: `sessionIds`), so an
+// attack is judged by its own conversations even where another repeat of the same test wrote beside them.
+function sessionsOf(response) {
+  const meta = (response && response.metadata) || {};
+  const ids = [...(Array.isArray(meta.sessionIds) ? meta.sessionIds : []), meta.sessionId].filter(Boolean);
+  return ids.length ? new Set(ids.map(String)) : null;
+}
+
+// Every entry of an attack's ledger: its folder and the folder of each repeat in it (`repeat-<n>`, target.py).
+function entries(folder, sessions) {
   let names;
   try {
-    names = fs.readdirSync(folder).filter((n) => n.endsWith(".json") && !n.startsWith("."));
+    names = fs.readdirSync(folder, { withFileTypes: true });
   } catch {
     return [];
   }
-  return names.sort().map((n) => {
-    const file = path.join(folder, n);
+  const files = [];
+  for (const d of names) {
+    if (d.isFile() && d.name.endsWith(".json") && !d.name.startsWith(".")) files.push(path.join(folder, d.name));
+    if (d.isDirectory() && d.name.startsWith("repeat-")) {
+      for (const n of fs.readdirSync(path.join(folder, d.name))) {
+        if (n.endsWith(".json") && !n.startsWith(".")) files.push(path.join(folder, d.name, n));
+      }
+    }
+  }
+  const found = files.sort().map((file) => {
     try {
       return { file, entry: JSON.parse(fs.readFileSync(file, "utf8")) };
     } catch (e) {
       return { file, problem: `unreadable: ${e.message}` };
     }
   });
+  if (!sessions) return found;
+  return found.filter((x) => x.problem || sessions.has(String(x.entry.session)));
 }
 
 function get_assert(output, context) {
@@ -34,7 +53,7 @@ function get_assert(output, context) {
   const vars = context.vars || {};
   const folder = vars.kit_ledger;
   if (!folder) return { pass: false, score: 0, reason: "no kit_ledger in the test's vars: not an adaptive attack of the kit's red team" };
-  const found = entries(folder);
+  const found = entries(folder, sessionsOf(context.providerResponse));
   if (!found.length) {
     return { pass: false, score: 0, reason: `no conversation with the agent was recorded in ${folder} (did the attacker or the target fail?)` };
   }
@@ -74,7 +93,7 @@ function afterEach(context) {
   const result = context && context.result;
   const folder = result && ((result.testCase || {}).vars || (context.test || {}).vars || {}).kit_ledger;
   if (!folder || !result.response) return context;
-  const found = entries(folder).filter((x) => x.entry);
+  const found = entries(folder, sessionsOf(result.response)).filter((x) => x.entry);
   if (!found.length) return context;
   const broke = found.filter((x) => Object.keys(x.entry.first_failed || {}).length);
   const pick = (broke.length ? broke : found).reduce((a, b) => (b.entry.turns > a.entry.turns ? b : a)).entry;
@@ -85,9 +104,28 @@ function afterEach(context) {
     conversation: pick.session,
     conversations: found.length,
     turns: pick.turns,
+    // Every conversation that broke a check, with its user turns: what `kit redteam keep` keeps, from the
+    // results file, once the ledger is gone.
+    broken: broke.map(({ entry }) => ({ session: entry.session, first_failed: entry.first_failed, users: entry.users })),
   };
   const metadata = { ...(result.response.metadata || {}), trace: pick.trace, kit };
   return { ...context, result: { ...result, response: { ...result.response, metadata } } };
 }
 
-module.exports = { get_assert, afterEach };
+// Promptfoo extension (afterAll, after the store hook): this eval's conversations folder is removed, its results
+// stored (each attack's conversation is in its result: afterEach). Only a folder under .kit/redteam/conversations/
+// (the one hooks.py made for this eval) is ever removed.
+function afterAll(context) {
+  const marker = path.join(".kit", "redteam", "conversations");
+  const evals = new Set();
+  for (const test of (context && context.suite && context.suite.tests) || []) {
+    const ledger = test && test.vars && test.vars.kit_ledger;
+    if (!ledger) continue;
+    const evalFolder = path.dirname(path.resolve(String(ledger)));
+    if (path.dirname(evalFolder).endsWith(marker)) evals.add(evalFolder);
+  }
+  for (const folder of evals) fs.rmSync(folder, { recursive: true, force: true });
+  return context;
+}
+
+module.exports = { get_assert, afterEach, afterAll };

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -106,11 +108,22 @@ def is_adaptive(test: dict[str, Any]) -> bool:
     return str((test.get("metadata") or {}).get("strategyId") or "") in ADAPTIVE
 
 
-def conversations_folder() -> Path:
-    """Where this eval's adaptive attacks leave their conversations' sealed verdicts (one folder per eval)."""
+STALE_S = 24 * 3600  # an eval's conversations folder this old was left by a run that died before its afterAll
+
+
+def conversations_folder(now: float | None = None) -> Path:
+    """Where this eval's adaptive attacks leave their conversations' sealed verdicts (one folder per eval).
+    conversation_assert.cjs:afterAll removes it once the results are stored; folders older than a day (a run
+    that died first) are pruned here."""
     from kit.settings import project_root
 
-    return project_root() / ".kit" / "redteam" / "conversations" / uuid.uuid4().hex[:12]
+    parent = project_root() / ".kit" / "redteam" / "conversations"
+    now = time.time() if now is None else now
+    for old in parent.glob("*") if parent.is_dir() else ():
+        with contextlib.suppress(OSError):
+            if old.is_dir() and not old.is_symlink() and now - old.stat().st_mtime > STALE_S:
+                shutil.rmtree(old)
+    return parent / uuid.uuid4().hex[:12]
 
 
 def judge_by_conversation(test: dict[str, Any], folder: Path) -> dict[str, Any]:

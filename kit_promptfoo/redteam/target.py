@@ -177,6 +177,15 @@ def _session(prompt: str, vars_: dict[str, Any], plan: Any, case: Any, ledger: P
     return Session(plan, case, ledger), prompt
 
 
+def ledger_folder(ledger: str, vars_: dict[str, Any]) -> Path:
+    """Where this call's conversation is written: the attack's ledger, one subfolder per repeat of the test
+    (`promptfoo eval --repeat N` runs the same test, with the same vars, N times; Promptfoo's `__repeatIndex`
+    tells them apart), so repeats never share a folder."""
+    repeat = vars_.get("__repeatIndex")
+    folder = Path(ledger)
+    return folder / f"repeat-{int(repeat)}" if isinstance(repeat, int) and not isinstance(repeat, bool) else folder
+
+
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
     vars_ = (context or {}).get("vars") or {}
     ledger = vars_.get(LEDGER_VAR)
@@ -189,7 +198,7 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
             raise ValueError("an adaptive attack needs case_file and case_id: the case its conversation is judged by")
         # Held to the checks its goals were drawn from: the case's and the suite's hard invariants.
         case = aimed_case(request_case(req, load_case(req.case_file, req.case_id, plan), prompt), plan.invariants)
-        session, text = _session(prompt, vars_, plan, case, Path(ledger))
+        session, text = _session(prompt, vars_, plan, case, ledger_folder(ledger, vars_))
     except (ValueError, KitInputError, OSError) as e:
         return {"error": f"kit red-team target: {e}"}
     turn = len(session.users) + 1

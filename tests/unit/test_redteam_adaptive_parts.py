@@ -188,6 +188,7 @@ def test_the_adaptive_config_and_its_bad_input(repo: Path, capsys: pytest.Captur
         "restore",
         "afterAll",
         "afterEach",
+        "afterAll",
     ]
     # An attacker nobody answers for is named before Promptfoo starts, with the setting that names it.
     assert config.main([*base, "--attacker", "openai:chat:a", "--attacker-base-url", "http://127.0.0.1:9/v1"]) == 2
