@@ -27,6 +27,10 @@ DATA = HERE.parent / "data" / "mcp"
 CASSETTE = DATA / "shop.json"
 KIT = str(Path(sys.executable).with_name("kit"))
 DESKS = ["pydantic_ai_desk", "langgraph_desk"]
+WRONG_FAILS = {
+    "called:lookup_order@server:payments": "server payments: lookup_order never called",
+    "allowed_servers": "calls outside the allowed servers: lookup_order, issue_refund on shop",
+}
 MISS = (
     "the agent made an MCP call to server shop that its replayed cassette cannot answer: "
     f'{CASSETTE}: no recorded response for tool lookup_order with arguments {{"order_id":"ORD-0007"}}'
@@ -116,13 +120,36 @@ def test_a_check_scoped_to_a_server_it_never_used_fails_by_name(
     desk: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     code, report = _kit_run(desk, DATA / "desk_wrong_server.yaml", tmp_path, capfd)
-    assert _failures(report) == {
-        "refund": {
-            "called:lookup_order@server:payments": "server payments: lookup_order never called",
-            "allowed_servers": "calls outside the allowed servers: lookup_order, issue_refund on shop",
-        }
-    }
+    assert _failures(report) == {"refund": WRONG_FAILS}
     assert code == 1
+
+
+@pytest.mark.parametrize("desk", DESKS)
+def test_deepeval_and_promptfoo_say_what_kit_run_says(desk: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same wrong-server case through DeepEval's oracle metrics and Promptfoo's provider."""
+    from deepeval_metrics.api import run_agent
+    from deepeval_metrics.api import test_case as deepeval_case
+    from deepeval_metrics.oracle import oracle_metrics
+    from kit.case import load_suite
+    from kit_promptfoo import agent_provider
+
+    path = DATA / "desk_wrong_server.yaml"
+    [case] = load_suite(path).cases
+    agent = f"_mcp_framework_desks:{desk}"
+    log = run_agent(case, agent=agent, timeout=60)
+    assert log.error is None, log.error
+    deepeval = {}
+    for metric in oracle_metrics(case, log):
+        metric.measure(deepeval_case(log))
+        if not metric.is_successful():
+            deepeval[metric.name] = metric.reason
+    monkeypatch.setenv("KIT_CASES", str(path))
+    given = {"vars": {"case_id": "refund", "case_file": str(path)}}
+    r = agent_provider.call_api(case.input, {"config": {"agent": agent}}, given)
+    assert "error" not in r, r.get("error")
+    checks = r["metadata"]["kit"]["verdict"]["checks"]
+    promptfoo = {c["check"]: c["reason"] for c in checks if c["outcome"] != "pass"}
+    assert deepeval == promptfoo == WRONG_FAILS
 
 
 @pytest.mark.parametrize("desk", DESKS)
