@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from kit.report import compare_view, page_assets, trend_svg
+from kit.report import compare_view, page_assets, redteam_view, trend_svg
 from kit.report import page_data as pd
 from kit.report import page_model as pm
 
@@ -43,6 +43,7 @@ def gather(
 ) -> Page:
     """Everything the page shows, read in one store session."""
     payload, runs = pm.build(con, run_ids, k=k, tags=tags)
+    payload["redteam"] = redteam_view.rates(con, runs)  # attack success rates per invariant, plugin, strategy
     trends = []
     seen = set()
     for r in runs:
@@ -158,6 +159,7 @@ def render(page: Page) -> str:
 <h1>{escape(page.title)}</h1><div class="meta">generated {escape(page.generated)} · {len(page.runs)} runs ·
 pass^k: the chance that k runs of a case drawn from its attempts all pass</div>
 <h2>Sources</h2>{_cards(page)}{_gate_table(page)}
+{redteam_view.html(page.payload.get("redteam") or [])}
 {compare}
 {_case_section(page)}
 <h2>Trends (same source, agent and case set)</h2>{_trends(page)}

@@ -175,6 +175,24 @@ def _kind(pf: PfFile, provider: str, results: list[tuple[int, PfResult]]) -> Run
     return "golden"
 
 
+def attacks(results: list[tuple[int, PfResult]]) -> dict[str, dict[str, str]]:
+    """Per red-team case id, the Promptfoo plugin and strategy that made the attack (and the kit's category
+    and goal when its plugin names them): what the case id does not carry, kept in the run's `meta.redteam`
+    so the attack success rate is told per plugin and per strategy (kit.report.redteam_view)."""
+    out: dict[str, dict[str, str]] = {}
+    for _, r in results:
+        meta = _obj(r.testCase.get("metadata"), "testCase.metadata")
+        if not meta.get("pluginId"):
+            continue
+        mods = _obj(_obj(meta.get("pluginConfig"), "testCase.metadata.pluginConfig").get("modifiers"), "modifiers")
+        found = {"plugin": str(meta["pluginId"]), "strategy": str(meta.get("strategyId") or "basic")}
+        for key, name in (("kit_category", "category"), ("kit_goal_id", "goal")):
+            if mods.get(key):
+                found[name] = str(mods[key])
+        out[_case_id(r)] = found
+    return out
+
+
 def _planned(results: list[tuple[int, PfResult]], key: str) -> str | None:
     """What the kit's provider said of the run (`metadata.kit`: the plan's agent label, the model id)."""
     for _, r in results:
@@ -309,6 +327,13 @@ def ingest(
             run_id = f"{run_id}-{digest([path.stat().st_mtime_ns, run_id])[:6]}"
         results = by_provider[provider]
         kind = _kind(pf, provider, results)
+        meta: dict[str, Any] = {
+            "file": str(path),
+            "evalId": pf.evalId,
+            "promptfoo": pf.metadata.get("promptfooVersion"),
+        }
+        if kind != "golden":
+            meta["redteam"] = attacks(results)
         store.start_run(
             "promptfoo",
             kind=kind,
@@ -320,7 +345,7 @@ def ingest(
             run_id=run_id,
             started_at=pf.results.timestamp,
             rules=rules if rules is None or kind == "golden" else rules.without_cases(),
-            meta={"file": str(path), "evalId": pf.evalId, "promptfoo": pf.metadata.get("promptfooVersion")},
+            meta=meta,
         )
         for case_run, _, soft in rows:
             for v in soft:
