@@ -3,7 +3,9 @@ LangGraph ReAct agent over fastmcp's Client) judged by `kit run` with `server:` 
 committed cassette (tests/data/mcp/shop.json) served by the kit's replay server over streamable HTTP, in this
 process: the calls come from what each framework returns (its messages, the servers declared beside them
 as `mcp_servers`), a check scoped to a server the run never used fails naming it, and a call the cassette
-cannot answer is an error run naming the tool and its arguments."""
+cannot answer is an error run naming the tool and its arguments. DeepEval's and Promptfoo's front ends say the
+same; an e2e test runs both desks live behind `kit mcp record` over stdio in front of the real shop server
+(tests/unit/_mcp_shop.py), then on `kit mcp replay` of what they recorded."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +40,9 @@ MISS = (
 )
 
 
+@contextmanager
 def _serve_replay(path: Path) -> Iterator[str]:
-    """`kit mcp replay PATH --port 0` in a thread of this process: its URL until the generator closes."""
+    """`kit mcp replay PATH --port 0` in a thread of this process: its URL, until the block ends."""
     from kit.mcp.cassette import McpCassette
     from kit.mcp.replay import Replayer
     from kit.mcp.serve import build_server, serve_http
@@ -72,16 +76,15 @@ def _servers() -> Iterator[None]:
     from _mcp_framework_desks import desk_model
 
     saved = dict(os.environ)
-    with ScriptedOpenAIServer(desk_model) as srv:
-        for url in _serve_replay(CASSETTE):
-            os.environ["DESK_MODEL_URL"] = srv.base_url
-            os.environ.pop("MCP_SHOP_COMMAND", None)
-            os.environ["MCP_SHOP_URL"] = url
-            try:
-                yield
-            finally:
-                os.environ.clear()
-                os.environ.update(saved)
+    with ScriptedOpenAIServer(desk_model) as srv, _serve_replay(CASSETTE) as url:
+        os.environ["DESK_MODEL_URL"] = srv.base_url
+        os.environ.pop("MCP_SHOP_COMMAND", None)
+        os.environ["MCP_SHOP_URL"] = url
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 def _kit_run(
@@ -250,7 +253,7 @@ def test_a_failed_call_is_the_calls_error_on_its_server(tmp_path: Path, monkeypa
     cassette["calls"].append({"tool": "lookup_order", "arguments": {"order_id": "ORD-9"}, "result": failed})
     path = tmp_path / "shop.json"
     path.write_text(json.dumps(cassette))
-    for url in _serve_replay(path):
+    with _serve_replay(path) as url:
         monkeypatch.setenv("MCP_SHOP_URL", url)
         for desk in (desks.pydantic_ai_desk, desks.langgraph_desk):
             trace = trace_dict(desk("Where is my order ORD-9?"), "c")
