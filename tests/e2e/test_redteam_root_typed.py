@@ -78,6 +78,8 @@ def test_the_root_config_adapts_as_typed(tmp_path: Path) -> None:
     assert r["success"] is False, (r["gradingResult"], r["response"])
     assert "guarded:issue_refund violated in turn 3 of conversation" in r["gradingResult"]["reason"]
     assert calls["attack"] >= 3, calls
+    # The conversations went into the results (and the store); their folder went with the eval.
+    assert list((repo / ".kit" / "redteam" / "conversations").iterdir()) == []
     import duckdb
 
     con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
