@@ -4,6 +4,7 @@ OpenAI-compatible endpoint DESK_MODEL_URL names (the tests start `_mcp_desk.desk
 
   MCP_SHOP_COMMAND  a JSON list: the stdio command of the shop server (e.g. `kit mcp replay C`)
   MCP_SHOP_URL      or its streamable HTTP URL (e.g. `kit mcp replay C --port 8765`)
+  MCP_EXTRA_COMMAND / MCP_EXTRA_URL   an optional second server, named "extra" (the red team's hostile one)
 
 Neither framework's result says which MCP server a tool came from (pydantic-ai's messages carry the tool's
 name alone; a LangChain ToolMessage its name and, from an MCP tool, the structured content), so each desk
@@ -18,6 +19,7 @@ import asyncio
 import json
 import os
 import warnings
+from contextlib import AsyncExitStack
 from typing import Any
 
 MODEL = "desk-model"
@@ -25,15 +27,19 @@ INSTRUCTIONS = "You are a shop's help desk. Look an order up before acting on it
 TIMEOUT = 20.0
 
 
-def _transport() -> Any:
-    """fastmcp's transport to the shop server: what both clients below are built on."""
+def _transports() -> dict[str, Any]:
+    """fastmcp's transport to each server named in the environment (what both clients below are built on)."""
     from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-    command = os.environ.get("MCP_SHOP_COMMAND")
-    if command:
-        argv = json.loads(command)
-        return StdioTransport(argv[0], argv[1:], env=dict(os.environ))
-    return StreamableHttpTransport(os.environ["MCP_SHOP_URL"])
+    out: dict[str, Any] = {}
+    for name in ("shop", "extra"):
+        command, url = os.environ.get(f"MCP_{name.upper()}_COMMAND"), os.environ.get(f"MCP_{name.upper()}_URL")
+        if command:
+            argv = json.loads(command)
+            out[name] = StdioTransport(argv[0], argv[1:], env=dict(os.environ))
+        elif url:
+            out[name] = StreamableHttpTransport(url)
+    return out
 
 
 # --- pydantic-ai: its own MCP client, MCPToolset ----------------------------------------------------------
@@ -45,14 +51,18 @@ async def _pydantic_ai(text: str) -> dict[str, Any]:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    # The one setting: where the shop server is (the kit's server in its place).
-    shop = MCPToolset(_transport(), id="shop", init_timeout=TIMEOUT, read_timeout=TIMEOUT)
+    # The one setting per server: where it is (the kit's server in its place).
+    servers = {
+        name: MCPToolset(transport, id=name, init_timeout=TIMEOUT, read_timeout=TIMEOUT)
+        for name, transport in _transports().items()
+    }
     provider = OpenAIProvider(base_url=os.environ["DESK_MODEL_URL"], api_key="offline")
-    agent = Agent(OpenAIChatModel(MODEL, provider=provider), instructions=INSTRUCTIONS, toolsets=[shop])
-    async with agent:  # one MCP session for the run and the listing below
+    model = OpenAIChatModel(MODEL, provider=provider)
+    agent = Agent(model, instructions=INSTRUCTIONS, toolsets=list(servers.values()))
+    async with agent:  # one MCP session per server for the run and the listings below
         result = await agent.run(text)
-        listed = await shop.list_tools()
-    return {"messages": result.all_messages(), "mcp_servers": {"shop": listed}}
+        listed = {name: await toolset.list_tools() for name, toolset in servers.items()}
+    return {"messages": result.all_messages(), "mcp_servers": listed}
 
 
 def pydantic_ai_desk(text: str) -> dict[str, Any]:
@@ -91,20 +101,20 @@ async def _langgraph(text: str) -> dict[str, Any]:
     from openai import DefaultAsyncHttpxClient
 
     url = os.environ["DESK_MODEL_URL"]
-    # The one setting: where the shop server is (the kit's server in its place). The model's HTTP client is
-    # this run's own: langchain-openai's shared one would outlive this run's event loop.
-    async with (
-        Client(_transport(), timeout=TIMEOUT, init_timeout=TIMEOUT) as client,
-        DefaultAsyncHttpxClient() as http,
-    ):
-        listed = await client.list_tools()
-        tools = [_langchain_tool(client, t) for t in listed]
+    # The one setting per server: where it is (the kit's server in its place). The model's HTTP client is this
+    # run's own: langchain-openai's shared one would outlive this run's event loop.
+    async with AsyncExitStack() as stack:
+        declared: dict[str, list[Any]] = {}
+        for name, transport in _transports().items():
+            client = await stack.enter_async_context(Client(transport, timeout=TIMEOUT, init_timeout=TIMEOUT))
+            declared[name] = [_langchain_tool(client, t) for t in await client.list_tools()]
+        http = await stack.enter_async_context(DefaultAsyncHttpxClient())
         model = ChatOpenAI(model=MODEL, base_url=url, api_key="offline", max_retries=0, http_async_client=http)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # create_react_agent's move to langchain.agents
-            graph = create_react_agent(model, tools, prompt=INSTRUCTIONS)
+            graph = create_react_agent(model, [t for tools in declared.values() for t in tools], prompt=INSTRUCTIONS)
         state = await graph.ainvoke({"messages": [("user", text)]})
-    return {**state, "mcp_servers": {"shop": tools}}
+    return {**state, "mcp_servers": declared}
 
 
 def langgraph_desk(text: str) -> dict[str, Any]:
