@@ -427,7 +427,15 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
     plugins = redteam_plugins(attack_counts(source, ATTACKS), ATTACKS)
     case_text, invariants_text = redteam_case(root, cases), redteam_invariants(root, cases)
     adaptive = adaptive_of(root, cases, purpose, case_text, invariants_text)
-    config = fill("promptfooconfig.yaml.tmpl") + _yaml(promptfoo_config(agent, purpose, plugins, adaptive))
+    mcp = _tool_kit(root).get("mcp")
+    data = promptfoo_config(agent, purpose, plugins, adaptive)
+    if isinstance(mcp, dict) and mcp.get("servers"):
+        from kit.mcp import attacked  # the agent declares MCP servers: the red team attacks through them too
+
+        data["redteam"]["plugins"] = attacked.with_plugin(data["redteam"]["plugins"])
+        for provider in data["providers"]:
+            provider["id"] = "file://redteam/target.py"  # it serves each MCP attack to the agent's own servers
+    config = fill("promptfooconfig.yaml.tmpl") + _yaml(data)
     example = cases if cases.endswith((".yaml", ".yml")) else f"{cases.rstrip('/')}/example.yaml"
     files = [
         Generated("promptfooconfig.yaml", config),

@@ -136,11 +136,11 @@ async def _record(target: list[str] | str, out: Path, timeout: float, port: int 
         return await _serve(recorder, port, "record")
 
 
-async def _replay(path: Path, port: int | None) -> int:
+async def _replay(path: Path, port: int | None, attack: str | None = None) -> int:
     from kit.mcp.cassette import McpCassette
     from kit.mcp.replay import Replayer
 
-    return await _serve(Replayer(McpCassette.load(path)), port, "replay")
+    return await _serve(Replayer(McpCassette.load(path)), port, "replay", attack)
 
 
 async def _verify(path: Path, target: list[str] | str, timeout: float) -> int:
@@ -168,8 +168,13 @@ async def _serve_named(args: argparse.Namespace, settings: Any, timeout: float) 
 
     server = named_server(settings, args.name)
     mode = args.mode or server.mode
+    # The red team attacking the agent that started this server (kit.mcp.attacked): never while recording.
+    from kit.mcp.attacked import attack_for_parent
+    from kit.settings import project_root
+
+    attack = attack_for_parent(project_root(settings)) if args.port is None and mode != "record" else None
     if mode == "replay":
-        return await _replay(server.cassette, args.port)
+        return await _replay(server.cassette, args.port, attack)
     if server.target is None:
         raise KitInputError(f"[tool.kit.mcp.servers.{args.name}]: mode {mode} needs the server's command or url")
     if mode == "record":
@@ -177,11 +182,16 @@ async def _serve_named(args: argparse.Namespace, settings: Any, timeout: float) 
     from kit.mcp.proxy import Passthrough, upstream
 
     async with upstream(server.target, timeout) as client:
-        return await _serve(Passthrough(client, timeout), args.port, "live")
+        return await _serve(Passthrough(client, timeout), args.port, "live", attack)
 
 
-async def _serve(backend: Any, port: int | None, what: str) -> int:
+async def _serve(backend: Any, port: int | None, what: str, attack: str | None = None) -> int:
     from kit.mcp.serve import Served, build_server, serve_http, serve_stdio
+
+    if attack is not None:
+        from kit.mcp.attacked import Attacked
+
+        backend = Attacked(backend, attack)
 
     served = Served([])
     server = build_server(backend, served)

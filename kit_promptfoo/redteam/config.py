@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 
 from kit import redteam_goals, yamlio
+from kit.mcp import attacked
 from kit.toolspec import Effect, tool_effects, with_effects
 from kit_promptfoo.genconfig import agent_provider, file_ref, glue
 from kit_promptfoo.redteam import corpus, hooks
@@ -215,6 +216,7 @@ def build(
     max_turns: int = 4,
     judge: bool = False,
     budget: int | None = None,
+    mcp: bool = False,
 ) -> dict[str, Any]:
     config = yamlio.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     attacks = attacks or GENERIC / "attacks.yaml"
@@ -246,6 +248,10 @@ def build(
         config["redteam"]["provider"]["id"] = "file://" + glue("redteam", "generator.py").resolve().as_posix()
         config["redteam"]["purpose"] = purpose or GENERIC_PURPOSE
         config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], attacks)
+    if mcp:  # the agent declares MCP servers: attacks through them too, served by the red-team target
+        config["redteam"]["plugins"] = attacked.with_plugin(config["redteam"]["plugins"])
+        for target in config["targets"]:
+            target["id"] = "file://" + glue("redteam", "target.py").resolve().as_posix()
     if attacker is not None:
         adaptive(
             config,
@@ -288,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     from kit.settings import load_settings
 
     try:
-        rt = load_settings().redteam
+        settings = load_settings()
+        rt = settings.redteam
     except KitInputError as e:
         print(f"red-team config: {e}", file=sys.stderr)
         return 2
@@ -316,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             max_turns=args.max_turns or rt.max_turns,
             judge=hooks.judge_configured(),
             budget=rt.attacker_calls,
+            mcp=bool(settings.mcp.servers),
         )
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"red-team config: {e}", file=sys.stderr)

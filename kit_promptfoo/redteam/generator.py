@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from kit.mcp import attacked
 from kit.redteam_goals import GOAL_CATEGORY
 from kit_promptfoo.redteam import corpus, multiturn
 
@@ -37,6 +38,8 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     if found[-1] == GOAL_CATEGORY:  # the goal is the attack: crescendo and jailbreak:tree pursue it
         goal = _GOAL.findall(prompt or "")
         return {"output": f"Prompt: {goal[-1]}"} if goal else {"error": "kit attack generator: no `kit_goal` modifier"}
+    if found[-1] == attacked.PLUGIN:  # attacks through the agent's MCP servers: the user asks a plain question
+        return {"output": "\n".join(f"Prompt: {q}" for q in attacked.QUESTIONS.values())}
     if found[-1] == multiturn.CATEGORY:  # scripted conversations, one `{"turns": [...]}` prompt each
         return {"output": "\n".join(f"Prompt: {a.prompt}" for a in multiturn.load())}
     attacks = corpus.by_category(found[-1])

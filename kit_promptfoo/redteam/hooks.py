@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kit.mcp import attacked
 from kit_promptfoo.redteam import corpus, multiturn
 
 PREFIX = "promptfoo:redteam:"
@@ -96,7 +97,27 @@ def known_attacks() -> dict[str, str]:
             ids |= {a.text: a.id for a in corpus.load(path)}
         except (OSError, ValueError):
             continue
-    return ids | {a.prompt: a.id for a in multiturn.load()}
+    mcp = {q: attacked.attack_id(a) for a, q in attacked.QUESTIONS.items()}
+    return ids | {a.prompt: a.id for a in multiturn.load()} | mcp
+
+
+MCP_CASE = Path(__file__).resolve().parent / "mcp_case.yaml"
+
+
+def mcp_attack(test: dict[str, Any]) -> dict[str, Any]:
+    """An attack through the agent's MCP servers: which one (the red-team target serves it, kit.mcp.attacked)
+    and the case that judges it. A test of the plugin whose text is none of its questions is an error."""
+    by_text = {q: a for a, q in attacked.QUESTIONS.items()}
+    attack = next((by_text[t] for t in _texts(test) if t in by_text), None)
+    if attack is None:
+        raise RuntimeError(f"a {attacked.PLUGIN} test asks none of kit.mcp.attacked.QUESTIONS: {_texts(test)[:1]}")
+    vars_ = {**(test.get("vars") or {}), "kit_mcp_attack": attack, "case_file": str(MCP_CASE)}
+    return {**test, "vars": {**vars_, "case_id": attacked.CASE_ID}}
+
+
+def is_mcp_attack(test: dict[str, Any]) -> bool:
+    mods = (((test.get("metadata") or {}).get("pluginConfig") or {}).get("modifiers")) or {}
+    return mods.get("kit_category") == attacked.PLUGIN
 
 
 # Promptfoo's strategies that hold a conversation with an attacker model: judged per conversation (target.py).
@@ -147,6 +168,7 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
     ids = known_attacks()
     # Only generated attacks are named: the root config's golden tests share this hook and keep their ids.
     tests = [name_attack(t, ids) if is_attack(t) else t for t in suite.get("tests") or []]
+    tests = [mcp_attack(t) if is_mcp_attack(t) else t for t in tests]
     if not judge_configured():
         tests = [strip_graders(t) for t in tests]
     if any(is_adaptive(t) for t in tests):

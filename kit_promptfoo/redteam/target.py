@@ -17,7 +17,9 @@ ledger entry per conversation (`<kit_ledger>/<session>.json`, the folder the red
 adaptive attack in its vars), which conversation_assert.cjs reads. A violation also ends the conversation
 (`conversationEnded`): the attacker stops spending calls on an attack that already worked.
 
-A test without `kit_ledger` (a static attack) goes to the kit's agent provider unchanged.
+A test without `kit_ledger` (a static attack) goes to the kit's agent provider unchanged; one with
+`kit_mcp_attack` (an attack through the agent's own MCP servers, kit.mcp.attacked) too, with every MCP server the
+agent starts over stdio serving that attack for the call.
 """
 
 from __future__ import annotations
@@ -188,6 +190,16 @@ def ledger_folder(ledger: str, vars_: dict[str, Any]) -> Path:
 
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
     vars_ = (context or {}).get("vars") or {}
+    mcp = vars_.get("kit_mcp_attack")
+    if mcp:  # an attack through the agent's own MCP servers: each one it starts over stdio serves it
+        from kit.mcp.attacked import attacking
+        from kit.settings import project_root
+
+        try:
+            with attacking(project_root(), str(mcp)):
+                return agent_provider.call_api(prompt, options, context)
+        except KitInputError as e:
+            return {"error": f"kit red-team target: {e}"}
     ledger = vars_.get(LEDGER_VAR)
     if not ledger:
         return agent_provider.call_api(prompt, options, context)
