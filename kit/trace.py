@@ -491,7 +491,12 @@ class Trace(BaseModel):
     def tool_calls(self) -> tuple[Span, ...]:
         """The tool calls that ran: every `tool` span but those marked `"executed": false` (a call the model
         asked for that never ran, e.g. held back by a confirmation guard)."""
-        return tuple([s for s in self.spans if s.kind == "tool" and s.__dict__.get("executed") is not False])
+        ran, held = [], []
+        for s in self.spans:
+            if s.kind == "tool":
+                (held if s.__dict__.get("executed") is False else ran).append(s)
+        self.__dict__["held_calls"] = tuple(held)  # the same pass (`kit check` reads both of every trace)
+        return tuple(ran)
 
     @cached
     def requested_calls(self) -> tuple[Span, ...]:
@@ -501,7 +506,8 @@ class Trace(BaseModel):
     @cached
     def held_calls(self) -> tuple[Span, ...]:
         """The calls the model asked for that never ran."""
-        return tuple([s for s in self.spans if s.kind == "tool" and s.__dict__.get("executed") is False])
+        self.tool_calls  # noqa: B018 - computes both
+        return self.__dict__["held_calls"]
 
     @cached
     def tool_names(self) -> tuple[str, ...]:

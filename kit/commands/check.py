@@ -11,8 +11,8 @@ import argparse
 import dataclasses
 import gc
 import json
+import os
 import sys
-import tempfile
 from typing import IO, Any
 
 import orjson
@@ -32,21 +32,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+# Pydantic's documented switch for its plugins (`PYDANTIC_DISABLE_PLUGINS`). Without it, the first model
+# built scans every installed package's entry points for plugins (bench/check_startup.py). This command runs
+# no user code, only the kit's own models, so none is wanted here; a value the user set is kept.
+_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
+
+
 def main(args: argparse.Namespace) -> int:
     # Judging makes many short-lived objects and no reference cycles: reference counting frees them, and the
     # cyclic collector would only walk every live object again and again (a tenth of the time per trace).
     collecting = gc.isenabled()
     gc.disable()
+    plugins = os.environ.get(_NO_PLUGINS)
+    if plugins is None:
+        os.environ[_NO_PLUGINS] = "__all__"
     try:
         return _check(args)
     finally:
+        if plugins is None:  # the process's models built after this (kit.cli.main called in-process) see them
+            os.environ.pop(_NO_PLUGINS, None)
         if collecting:
             gc.enable()
 
 
 def _check(args: argparse.Namespace) -> int:
+    if not args.json:
+        return _judge_all(args, None)
+    import tempfile  # only --json spools
+
     with tempfile.TemporaryFile() as tmp:
-        return _judge_all(args, _Spool(tmp) if args.json else None)
+        return _judge_all(args, _Spool(tmp))
 
 
 def _judge_all(args: argparse.Namespace, spool: _Spool | None) -> int:
