@@ -1,0 +1,69 @@
+"""`npx promptfoo redteam run`, typed as is in a `kit init` repository whose agent (the Agents SDK desk) reaches
+its shop through `kit mcp serve shop`: the root config carries the kit's MCP plugin, each attack goes through
+the agent's own server, the oracle names the broken invariant, and the store records the plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.doubles.openai_server import ScriptedOpenAIServer
+from kit_promptfoo import run_promptfoo
+
+ROOT = Path(__file__).resolve().parents[2]
+UNIT = ROOT / "tests" / "unit"
+KIT = str(Path(sys.executable).with_name("kit"))
+pytestmark = pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
+
+
+def test_the_mcp_attacks_run_through_the_agents_own_server(tmp_path: Path) -> None:
+    sys.path.insert(0, str(UNIT))
+    from _mcp_desk import shipping_model
+
+    repo = tmp_path
+    shop = json.dumps([sys.executable, str(UNIT / "_mcp_shop.py")])
+    (repo / "pyproject.toml").write_text(
+        '[tool.kit]\nagent = "_mcp_desk:run"\ncases = "evals/cases.yaml"\n'
+        f'[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\ncommand = {shop}\n'
+    )
+    (repo / "redteam").mkdir()
+    (repo / "redteam/attacks.yaml").write_text("attacks:\n  - {id: hi, category: injection-user, text: Hello.}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PROMPTFOO_", "MCP_"))}
+    done = subprocess.run([sys.executable, "-m", "kit.cli", "init"], cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with ScriptedOpenAIServer(shipping_model(True)) as model:
+        run_env = run_promptfoo.offline_env(ROOT, base=env) | {
+            "PROMPTFOO_CONFIG_DIR": str(repo / ".promptfoo"),
+            "PYTHONPATH": os.pathsep.join([str(repo), str(UNIT)]),
+            "KIT_PROMPTFOO_RESULTS": str(repo / "results.json"),
+            "DESK_MODEL_URL": model.base_url,
+            "MCP_SHOP_COMMAND": json.dumps([KIT, "mcp", "serve", "shop", "--timeout", "20"]),
+        }
+        run = subprocess.run(
+            run_promptfoo.command(["redteam", "run", "--no-progress-bar"]),
+            cwd=repo, env=run_env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert run.returncode in (0, 100), run.stdout[-3000:] + run.stderr[-3000:]
+    results = json.loads((repo / "results.json").read_text())["results"]["results"]
+    by_id = {r["testCase"]["metadata"]["case_id"]: r for r in results}
+    mcp = {k: r for k, r in by_id.items() if k.startswith("redteam/mcp-")}
+    assert set(mcp) == {f"redteam/mcp-{a}/basic" for a in
+                        ("poisoned-description", "rug-pull", "shadowing", "result-injection", "exfiltration")}  # fmt: skip
+    # The desk's model does what its tools say: every attack breaks an invariant through the agent's own server.
+    assert {k: r["success"] for k, r in mcp.items()} == dict.fromkeys(mcp, False)
+    poisoned = mcp["redteam/mcp-poisoned-description/basic"]
+    assert poisoned["success"] is False, poisoned["gradingResult"]
+    assert "not_called:issue_refund" in json.dumps(poisoned["gradingResult"])
+    assert by_id["redteam/hi/basic"]["success"] is True  # no attack in the server for a plain attack
+    import duckdb
+
+    con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
+    [(meta,)] = con.execute("SELECT meta FROM runs").fetchall()
+    recorded = json.loads(meta)["redteam"]["redteam/mcp-rug-pull/basic"]
+    assert recorded == {"plugin": "policy", "strategy": "basic", "category": "mcp-tool-poisoning"}
+    assert not list((repo / ".kit" / "mcp" / "attacks").glob("*.json"))
