@@ -95,11 +95,24 @@ def attacking(root: Path, attack: str) -> Iterator[Path]:
         raise KitInputError(f"no MCP attack {attack!r} (attacks: {', '.join(ATTACKS)})")
     path = _file(root, os.getpid())
     path.parent.mkdir(parents=True, exist_ok=True)
+    _prune(path.parent)
     path.write_text(json.dumps({"attack": attack}), encoding="utf-8")
     try:
         yield path
     finally:
         path.unlink(missing_ok=True)
+
+
+def _prune(folder: Path) -> None:
+    """Remove the files of processes that are gone (a worker killed mid-call leaves its file behind), so a
+    later process given the same pid is never attacked by mistake."""
+    for f in folder.glob("*.json"):
+        try:
+            os.kill(int(f.stem), 0)
+        except ProcessLookupError:
+            f.unlink(missing_ok=True)
+        except (ValueError, PermissionError, OSError):
+            continue  # not a pid, or a live process of another user
 
 
 def attack_for_parent(root: Path) -> str | None:

@@ -108,3 +108,16 @@ def test_kit_init_writes_the_plugin_into_the_root_config_of_an_agent_with_mcp_se
     assert kinds[-1] == attacked.PLUGIN and kinds.count(attacked.PLUGIN) == 1
     assert cfg["providers"][0]["id"] == "file://redteam/target.py"
     assert main(["init", "--check"]) == 0
+
+
+def test_an_attack_file_a_dead_worker_left_is_pruned(repo: Path) -> None:
+    import subprocess
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    folder = repo / attacked.FOLDER
+    folder.mkdir(parents=True)
+    stale = folder / f"{int(gone.stdout)}.json"
+    stale.write_text(json.dumps({"attack": "rug-pull"}))
+    with attacked.attacking(repo, "shadowing") as mine:
+        assert json.loads(mine.read_text()) == {"attack": "shadowing"} and not stale.exists()
+    assert not mine.exists()
