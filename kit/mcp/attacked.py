@@ -2,7 +2,9 @@
 while the red team runs one of kit.mcp.hostile's attacks against it, serves the declared server with the
 attack merged in: the hostile tool (`shipping_quote`, its description poisoned, turning after the first
 listing, or its result carrying the instruction) beside the server's own tools, and under `shadowing` a tool
-of the server's own name (`issue_refund`) replaced by the hostile one.
+of the server's own name (`issue_refund`) replaced by the hostile one. A replayed server's answer that it has no
+recording of a call (one the attack made the agent make) is a tool error, not the run's error: the oracle judges
+the call.
 
     with attacking(root, "rug-pull"):   # the red-team target, around one call of the agent
         ...                             # every `kit mcp serve NAME` the agent starts now is attacked
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.mcp.hostile import ATTACKS, HostileServer
+from kit.mcp.replay import MISS
 
 FOLDER = Path(".kit") / "mcp" / "attacks"
 PLUGIN = "mcp-tool-poisoning"
@@ -147,4 +150,11 @@ class Attacked:
             await self.list_tools()
         if name in self.hostile_names:
             return await self.hostile.call_tool(name, arguments)
-        return await self.inner.call_tool(name, arguments)
+        result = await self.inner.call_tool(name, arguments)
+        said = " ".join(str(c.get("text") or "") for c in result.get("content") or [] if isinstance(c, dict))
+        if result.get("isError") and said.startswith(MISS):
+            # A replayed server has no recording of a call the attack made the agent make: the call stays in the
+            # trace for the oracle (the attack's doing, not a changed agent's), answered as not executed.
+            text = f"not executed: the replayed server {self.name} has no recording of this call (red-team attack)"
+            return {"content": [{"type": "text", "text": text}], "isError": True}
+        return result

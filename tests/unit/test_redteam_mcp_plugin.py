@@ -121,3 +121,28 @@ def test_an_attack_file_a_dead_worker_left_is_pruned(repo: Path) -> None:
     with attacked.attacking(repo, "shadowing") as mine:
         assert json.loads(mine.read_text()) == {"attack": "shadowing"} and not stale.exists()
     assert not mine.exists()
+
+
+def test_a_call_the_replayed_server_has_no_recording_of_is_a_tool_error_under_attack() -> None:
+    import asyncio
+
+    from kit.mcp.replay import MISS
+
+    class Replayed:
+        name, version = "shop", "1"
+
+        async def list_tools(self) -> list:
+            return [{"name": "issue_refund", "description": "Refund.", "inputSchema": {"type": "object"}}]
+
+        async def call_tool(self, name: str, arguments: dict) -> dict:
+            return {
+                "content": [{"type": "text", "text": MISS + f"no recorded response for tool {name}"}],
+                "isError": True,
+            }
+
+    server = attacked.Attacked(Replayed(), "poisoned-description")
+    tools = asyncio.run(server.list_tools())
+    assert [t["name"] for t in tools] == ["issue_refund", "shipping_quote"]
+    out = asyncio.run(server.call_tool("issue_refund", {"order_id": "ORD-7", "amount": 1000}))
+    assert out["isError"] is True and MISS not in out["content"][0]["text"]
+    assert "has no recording of this call (red-team attack)" in out["content"][0]["text"]
