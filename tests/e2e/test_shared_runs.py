@@ -86,8 +86,8 @@ def test_a_copy_of_the_checkout_runs_its_own_code(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [
         str(tmp_path / "kit" / "__init__.py"),
-        str(tmp_path / "providers" / "__init__.py"),
-        str(tmp_path / "redteam" / "__init__.py"),
+        str(tmp_path / "kit_promptfoo" / "__init__.py"),
+        str(tmp_path / "kit_promptfoo" / "redteam" / "__init__.py"),
     ]
     assert (tmp_path / ".venv" / "bin" / "kit").read_text().startswith(f"#!{tmp_path}/.venv/bin/python")
     assert not (ROOT / ".venv" / "bin" / "kit").read_text().startswith(f"#!{tmp_path}")  # the checkout's untouched
