@@ -55,6 +55,12 @@ def _serving_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise KitInputError(
+            "kit mcp needs the MCP SDK, which is not installed: pip install 'agent-eval-kit[mcp]'"
+        ) from None
     import anyio
 
     from kit.settings import load_settings

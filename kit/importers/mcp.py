@@ -31,6 +31,7 @@ from typing import Any
 
 from kit.importers.common import maybe_json
 from kit.importers.otlp import OtelSpan
+from kit.mcp.cassette import MISS
 
 METHOD = "mcp.method.name"
 SERVER_NAME = "mcp.server.name"  # not in the conventions; lets an instrumented agent or server name itself
@@ -233,9 +234,6 @@ class ReplayMissed(ValueError):
     """An MCP call a replayed cassette had no recording for (`kit mcp replay` said so in the call's result)."""
 
 
-REPLAY_MISS = "kit mcp replay: "  # kit.mcp.replay.MISS (the importers do not import the server side)
-
-
 def with_servers(trace: dict[str, Any], servers: dict[str, str]) -> dict[str, Any]:
     """The trace's tool spans of these call ids with their `server`, and their MCP results as values.
     ReplayMissed when a call was answered by `kit mcp replay` as not in its cassette: the run is an error,
@@ -247,8 +245,8 @@ def with_servers(trace: dict[str, Any], servers: dict[str, str]) -> dict[str, An
         span["server"] = server
         span["output"] = result_value(span.get("output"))
         text = span["output"] if isinstance(span["output"], str) else ""
-        if REPLAY_MISS in text:
-            said = text[text.index(REPLAY_MISS) + len(REPLAY_MISS) :]
+        if MISS in text:
+            said = text[text.index(MISS) + len(MISS) :]
             raise ReplayMissed(f"made an MCP call to server {server} that its replayed cassette cannot answer: {said}")
     return trace
 
@@ -295,8 +293,8 @@ def replay_miss(trace: dict[str, Any]) -> str | None:
         if span.get("kind") != "tool":
             continue
         for value in (span.get("output"), span.get("error")):
-            if isinstance(value, str) and REPLAY_MISS in value:
-                said = value[value.index(REPLAY_MISS) + len(REPLAY_MISS) :]
+            if isinstance(value, str) and MISS in value:
+                said = value[value.index(MISS) + len(MISS) :]
                 to = f" to server {span['server']}" if span.get("server") else ""
                 return f"made an MCP call{to} that its replayed cassette cannot answer: {said}"
     return None

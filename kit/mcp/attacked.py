@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kit.mcp.cassette import MISS
 from kit.mcp.hostile import ATTACKS, HostileServer
-from kit.mcp.replay import MISS
 
 FOLDER = Path(".kit") / "mcp" / "attacks"
 PLUGIN = "mcp-tool-poisoning"

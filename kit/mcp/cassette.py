@@ -25,6 +25,9 @@ from typing import Any
 from kit.canonical import canonical
 from kit.errors import KitInputError
 
+# What a replayed call that is not in the cassette answers (a failed tool result), read back by the importers.
+MISS = "kit mcp replay: "
+
 FORMAT = "kit-mcp-cassette/1"
 
 

@@ -12,10 +12,8 @@ from typing import Any
 
 from mcp.shared.exceptions import MCPError
 
-from kit.mcp.cassette import CassetteMiss, McpCassette
+from kit.mcp.cassette import MISS, CassetteMiss, McpCassette
 from kit.mcp.serve import INTERNAL_ERROR
-
-MISS = "kit mcp replay: "
 
 
 class Replayer:

@@ -126,7 +126,7 @@ def test_an_attack_file_a_dead_worker_left_is_pruned(repo: Path) -> None:
 def test_a_call_the_replayed_server_has_no_recording_of_is_a_tool_error_under_attack() -> None:
     import asyncio
 
-    from kit.mcp.replay import MISS
+    from kit.mcp.cassette import MISS
 
     class Replayed:
         name, version = "shop", "1"
