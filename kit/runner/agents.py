@@ -60,6 +60,17 @@ class Agent:
     converse: ConverseFn | None = None
     is_async: bool = False  # an `async def` callable: `call` returns a coroutine (run on an event loop)
     variant: str | None = None  # the reference agent's fault variant, if any
+    options: tuple[tuple[str, Any], ...] = ()  # the reference agent's: what `reference_agent` was given
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by name: another process (a spawned host) imports the agent anew, never its code."""
+        if self.uses_kit_agent:
+            return (_reference_again, (self.options,))
+        return (load_agent, (self.name,))
+
+
+def _reference_again(options: tuple[tuple[str, Any], ...]) -> Agent:
+    return reference_agent(**dict(options))
 
 
 class _CallableConversation:
@@ -132,7 +143,8 @@ def reference_agent(
 
     mode = "+replay" if replay else ("+record" if record else "")
     label = f"reference:{policy}{mode}" + (f"+{variant}" if variant else "")
-    return Agent(label, call, uses_kit_agent=True, converse=converse, variant=variant)
+    given = (("variant", variant), ("policy", policy), ("replay", replay), ("record", record))
+    return Agent(label, call, uses_kit_agent=True, converse=converse, variant=variant, options=given)
 
 
 def configured_agent(
