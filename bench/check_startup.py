@@ -7,7 +7,8 @@ verdict printed): the whole command, start-up included, as a user types it.
 Two workloads, each in fresh interpreters, interleaved round by round (the machine is shared: medians, and
 CPU time beside wall time): the trace's case alone in the cases folder, and the same case among `--files`
 case files (the others with other ids). Targets: kit check <= 100 ms on one case file, and <= 2x the
-harness with 1,000 case files. Both must give the same verdict.
+harness with 1,000 case files. Both must give the same verdict. `--baseline REV` adds the kit as of a git
+revision to the same interleaved rounds (before and after in one run).
 """
 
 from __future__ import annotations
@@ -94,11 +95,11 @@ def workload(folder: Path, files: int) -> None:
     (folder / "harness.py").write_text(HARNESS.lstrip())
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
     """(wall s, CPU s of the child, its stdout)."""
     t = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL, env={**os.environ, **env})
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
         out.seek(0)
@@ -113,28 +114,44 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--baseline", metavar="REV", help="also time kit check as of this git revision (e.g. HEAD~5)")
     args = ap.parse_args()
     kit = [sys.executable, "-m", "kit.cli", "check", "--json", "--cases"]
     harness = [sys.executable, "harness.py"]
+    tools = ["kit", "harness"] + (["baseline"] if args.baseline else [])
     wall: dict[tuple[str, str], list[float]] = {}
     cpu: dict[tuple[str, str], list[float]] = {}
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="kit-check-bench-") as tmp:
         folder = Path(tmp)
         workload(folder, args.files)
+        env: dict[str, dict[str, str]] = {"kit": {}, "harness": {}}
+        if args.baseline:
+            root = Path(__file__).resolve().parent.parent
+            (folder / "baseline").mkdir()
+            archive = subprocess.run(
+                ["git", "archive", args.baseline, "kit"], cwd=root, capture_output=True, check=True
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(folder / "baseline")], input=archive, check=True)
+            env["baseline"] = {"PYTHONPATH": str(folder / "baseline")}
+            print(f"baseline: kit as of {args.baseline}")
         for r in range(args.rounds + 1):  # round 0 warms the page and bytecode caches; not counted
             for cases in ("one", "many"):
                 verdicts = {}
-                for tool, cmd in (("kit", [*kit, cases, "trace.json"]), ("harness", [*harness, cases, "trace.json"])):
-                    w, c, out = timed(cmd, folder)
+                for tool in tools:
+                    cmd = [*(harness if tool == "harness" else kit), cases, "trace.json"]
+                    w, c, out = timed(cmd, folder, env[tool])
                     verdicts[tool] = [(x["case_id"], x["passed"]) for x in json.loads(out)["results"]]
                     if r:
                         wall.setdefault((tool, cases), []).append(w)
                         cpu.setdefault((tool, cases), []).append(c)
-                if verdicts["kit"] != verdicts["harness"]:
+                if any(v != verdicts["harness"] for v in verdicts.values()):
                     raise SystemExit(f"kit check and the harness disagree: {verdicts}")
     med = {k: statistics.median(v) * 1000 for k, v in wall.items()}
     medc = {k: statistics.median(v) * 1000 for k, v in cpu.items()}
     figures: dict[str, object] = {"date": time.strftime("%Y-%m-%d"), "rounds": args.rounds, "files": args.files}
+    # The machine is shared: the 1-minute load average before and after the rounds.
+    figures["load"] = [round(load, 1), round(os.getloadavg()[0], 1)]
     print(f"kit check on one trace, median of {args.rounds} interleaved rounds (fresh interpreters)")
     print(f"{'cases folder':24}{'kit ms':>10}{'harness ms':>12}{'ratio':>8}   CPU: kit / harness ms")
     for cases, label in (("one", "1 case file"), ("many", f"{args.files:,} case files")):
@@ -149,8 +166,14 @@ def main() -> int:
             "harness_cpu_ms": round(hc),
             "cpu_ratio": round(kc / hc, 2),
         }
+        if args.baseline:
+            b, bc = med[("baseline", cases)], medc[("baseline", cases)]
+            print(f"{'  baseline ' + args.baseline:24}{b:>10.0f}{'':>12}{b / h:>8.2f}   {bc:.0f} ({bc / hc:.2f}x)")
+            figures[cases].update(baseline_ms=round(b), baseline_cpu_ms=round(bc))
     print("targets: kit check <= 100 ms on 1 case file; <= 2x the harness with 1,000 case files")
     if args.json:
+        if args.baseline:
+            figures["baseline"] = args.baseline
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
     return 0
 

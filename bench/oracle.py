@@ -325,6 +325,7 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="REV", help="also time kit check as of this git revision (e.g. HEAD~5)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write the per-trace figures here")
     a = ap.parse_args()
+    load = [os.getloadavg()[0]]  # the machine is shared: the 1-minute load average before and after
     with tempfile.TemporaryDirectory(prefix="kit-oracle-bench-") as tmp:
         folder = Path(tmp)
         files = write_workload(folder, a.traces)
@@ -344,7 +345,10 @@ def main() -> None:
         shown += f"; import kit.evaluate as of the baseline {ms['baseline']:.0f} ms"
     print(f"\n{shown}")
     if a.json:
-        figures.update(date=time.strftime("%Y-%m-%d"), import_kit_evaluate_ms=round(ms["kit"]))
+        load.append(os.getloadavg()[0])
+        figures.update(
+            date=time.strftime("%Y-%m-%d"), import_kit_evaluate_ms=round(ms["kit"]), load=[round(x, 1) for x in load]
+        )
         a.json.write_text(json.dumps(figures, indent=1) + "\n")
     if a.per_check:
         per_check()
