@@ -506,8 +506,10 @@ class Trace(BaseModel):
     @cached
     def held_calls(self) -> tuple[Span, ...]:
         """The calls the model asked for that never ran."""
-        self.tool_calls  # noqa: B018 - computes both
-        return self.__dict__["held_calls"]
+        if "tool_calls" not in self.__dict__:
+            self.tool_calls  # noqa: B018 - finds both in one pass
+            return self.__dict__["held_calls"]
+        return tuple([s for s in self.spans if s.kind == "tool" and s.__dict__.get("executed") is False])
 
     @cached
     def tool_names(self) -> tuple[str, ...]:

@@ -133,3 +133,14 @@ def test_a_file_read_whole_or_not_at_all_reads_as_read_traces_reads_it(tmp_path,
     assert "cannot read trace file" in str(read_traces(tmp_path / "folder")[1][0])
     monkeypatch.setattr(kit.trace, "STREAM_BYTES", 10)
     assert [t.case_id for t in iter_traces(tmp_path / "lines.jsonl") if not isinstance(t, KitInputError)] == ["a"]
+
+
+def test_tool_calls_and_held_calls_are_found_alike_whichever_is_read_first():
+    data = {"case_id": "c", "spans": [{"kind": "tool", "name": "a"}, {"kind": "tool", "name": "b", "executed": False}]}
+    first_ran = parse_trace(dict(data))
+    ran = [s.name for s in first_ran.tool_calls]
+    first_held = parse_trace(dict(data))
+    held = [s.name for s in first_held.held_calls]
+    assert ran == ["a"] and held == ["b"]
+    assert [s.name for s in first_ran.held_calls] == held and [s.name for s in first_held.tool_calls] == ran
+    assert first_ran.for_turn(0).held_calls == first_ran.held_calls
