@@ -299,6 +299,27 @@ _PATH_KEYS = {
 }
 
 
+# `make evals VAR=...` hands its variables to the pipeline in the environment, never through a shell: an agent
+# name or a case path with a space or a `;` in it arrives as one argument, exactly as typed. They are the make
+# target's arguments, not settings: the pipeline validates each as the option it stands for.
+MAKE_VARS: dict[str, str] = {
+    "agent": "KIT_MAKE_AGENT",
+    "variant": "KIT_MAKE_VARIANT",
+    "cases": "KIT_MAKE_CASES",
+    "shards": "KIT_MAKE_SHARDS",
+    "baseline_store": "KIT_MAKE_BASELINE_STORE",
+    "out": "KIT_MAKE_EVALS_OUT",
+    "concurrency": "KIT_MAKE_CONCURRENCY",
+    "only": "KIT_MAKE_ONLY",
+}
+
+
+def make_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The `make evals` variables that were given (non-empty), by the option each stands for."""
+    env = os.environ if env is None else env
+    return {key: env[var] for key, var in MAKE_VARS.items() if env.get(var)}
+
+
 def project_root(settings: Settings | None = None) -> Path:
     """The project's folder: where its [tool.kit] pyproject.toml is, else the working directory. Files of
     the project (cases, configs, node_modules, Promptfoo's state) are found from here, never from where the

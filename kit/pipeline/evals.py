@@ -20,23 +20,10 @@ from kit.pipeline.stages import OUT, shard_parts, stages
 from kit.pipeline.summary import Collected, collect, missing_runs, summary_text
 from kit.plan import Plan, make_plan
 from kit.report import junit
-from kit.settings import load_settings
+from kit.settings import MAKE_VARS, load_settings, make_variables
 from kit.store import Store, new_run_id, open_store
 from kit.store import queries as q
 from kit.store.merge import import_runs
-
-# `make evals VAR=...` hands its variables over in the environment, never through a shell: an agent name
-# or a case path with a space or a `;` in it reaches the pipeline as one argument, exactly as typed.
-MAKE_VARS = {
-    "agent": "KIT_MAKE_AGENT",
-    "variant": "KIT_MAKE_VARIANT",
-    "cases": "KIT_MAKE_CASES",
-    "shards": "KIT_MAKE_SHARDS",
-    "baseline_store": "KIT_MAKE_BASELINE_STORE",
-    "out": "KIT_MAKE_EVALS_OUT",
-    "concurrency": "KIT_MAKE_CONCURRENCY",
-    "only": "KIT_MAKE_ONLY",
-}
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -56,11 +43,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     # How each setting is named in an error: as the user gave it (a make variable, or the option).
     args.names = {key: "--" + key.replace("_", "-") for key in MAKE_VARS}
     if args.from_make:
-        for key, var in MAKE_VARS.items():
-            value = os.environ.get(var, "")
-            if not value:
-                continue
-            args.names[key] = var.removeprefix("KIT_MAKE_")
+        for key, value in make_variables().items():
+            args.names[key] = MAKE_VARS[key].removeprefix("KIT_MAKE_")
             if key == "only":
                 args.only = value.split()
             elif key == "concurrency":
