@@ -105,8 +105,10 @@ def cost_lines(data: Collected, results: list[StageResult]) -> list[str]:
             uncounted.append(stage_of.get(c["run_id"], c["source"]))
         calls += n or 0
         retries += c["retries"] or 0
-        tokens += c["tokens"] or 0
-        if c["cost_usd"] is not None:
+        rejudged = n == 0 and bool(c["runs"])  # the kit stage's runs judged again: their tokens were spent once
+        if not rejudged:
+            tokens += c["tokens"] or 0
+        if c["cost_usd"] is not None and not rejudged:
             cost = (cost or 0.0) + c["cost_usd"]
         waited += c["agent_s"] or 0.0
         own += c["kit_s"] or 0.0

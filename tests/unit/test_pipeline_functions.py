@@ -180,3 +180,25 @@ def test_the_report_is_a_function_whose_bad_input_is_an_error_naming_the_store(h
     assert done.html == here / "r.html" and done.text is None and done.html.is_file()
     with pytest.raises(KitInputError, match=r"evals\.duckdb: .*no-such-run"):
         report(ReportRequest(store=store.path, run="no-such-run"))
+
+
+def test_the_total_counts_tokens_and_cost_of_runs_judged_again_once():
+    """DeepEval and Promptfoo judging the kit stage's runs spent no tokens of their own: the total is the kit's."""
+    row = {"runs": 2, "retries": 0, "tokens": 804, "cost_usd": 0.0002, "agent_s": 0.6, "kit_s": 0.1}
+    data = Collected(
+        [
+            _run("k", "kit", "golden", 2, 2),
+            _run("d", "deepeval", "golden", 2, 2),
+            _run("p", "promptfoo", "golden", 2, 2),
+        ],
+        [],
+        {},
+        [],
+        costs=[
+            {**row, "run_id": "k", "source": "kit", "agent_calls": 2},
+            {**row, "run_id": "d", "source": "deepeval", "agent_calls": 0},
+            {**row, "run_id": "p", "source": "promptfoo", "agent_calls": 0},
+        ],
+    )
+    total = cost_lines(data, [_result("kit", 0)])[-1]
+    assert "2 calls, 0 retries, 804 tokens, $0.0002;" in total, total
