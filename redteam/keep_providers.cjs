@@ -1,16 +1,5 @@
-// The adaptive red team's keep_providers.cjs (kit_promptfoo/redteam/keep_providers.cjs in the installed kit): keeps
-// each adaptive attack's strategy provider across the Python beforeAll hook.
-// Found through the project's Python once per Promptfoo process. Written by `kit init`; named by
-// promptfooconfig.yaml when [tool.kit.redteam] attacker is set.
+// The adaptive red team's keep_providers.cjs (kit_promptfoo/redteam/keep_providers.cjs in the installed kit):
+// keeps each adaptive attack's strategy provider across the Python beforeAll hook. Written by `kit init`;
+// named by promptfooconfig.yaml when [tool.kit.redteam] attacker is set.
 "use strict";
-const { execFileSync } = require("node:child_process");
-const path = require("node:path");
-
-const python = process.env.PROMPTFOO_PYTHON || ".venv/bin/python";
-const where = execFileSync(python, [
-  "-c",
-  "import importlib.util as u; print(u.find_spec('kit_promptfoo.redteam').submodule_search_locations[0])",
-])
-  .toString()
-  .trim();
-module.exports = require(path.join(where, "keep_providers.cjs"));
+module.exports = require("../providers/installed_kit.cjs")("redteam", "keep_providers.cjs");

@@ -441,7 +441,7 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         Generated("promptfooconfig.yaml", config),
         *(
             Generated(f"providers/{n}", fill(f"providers/{n}.tmpl"))
-            for n in ("agent_provider.py", "store_hook.py", "cases.py", "oracle_assert.cjs")
+            for n in ("agent_provider.py", "store_hook.py", "cases.py", "installed_kit.cjs", "oracle_assert.cjs")
         ),
         Generated(ATTACKS, attacks_text, checked=False),
         Generated("redteam/invariants.yaml", invariants_text, checked=False),
