@@ -167,7 +167,7 @@ def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path
         suites = [
             junit.SuiteRows(r, q.case_runs(con, r["run_id"]), q.unpassed_checks(con, r["run_id"])) for r in data.runs
         ]
-        baselines = {r["run_id"]: q.baseline_run(con, r["run_id"]) for r in data.runs}
+        baselines = baselines_for(con, [r["run_id"] for r in data.runs], plan.settings.gates)
     (out / "junit.xml").write_text(junit.render(suites))
     # `latest`, and `kit gate` / `kit report` / `kit compare` without a run, now mean these runs.
     q.last_evals_file(store.path).write_text(
@@ -255,6 +255,16 @@ def _report(plan: Plan, store: Store, data: Collected, baselines: dict[str, str 
 
 
 GATE_LINES = 5  # problems shown per run; `kit gate --run ID` lists them all
+
+
+def baselines_for(con: Any, run_ids: list[str], gates: Path) -> dict[str, str | None]:
+    """Each run's baseline: never an outage, by the share of errored attempts the gate policy allows (the
+    default share when the policy cannot be read: the gate then says what is wrong with it)."""
+    try:
+        share = load_policy(gates).baseline.max_error_share
+    except KitInputError:
+        share = q.MAX_ERROR_SHARE
+    return {run_id: q.baseline_run(con, run_id, share) for run_id in run_ids}
 
 
 def _gate(store: Store, run: dict[str, Any], baseline: str | None, policy: Any, floors: dict[str, float]) -> bool:

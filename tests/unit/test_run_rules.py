@@ -244,3 +244,17 @@ def test_compare_and_the_report_tell_chance_by_the_alpha_the_run_recorded(tmp_pa
     md = tmp_path / "compare.md"
     assert kit(["report", "--store", str(store.path), "--md", str(md)]) == 0
     assert "alpha 0.2" in md.read_text()
+
+
+def test_make_evals_picks_baselines_by_the_share_gates_yaml_sets(tmp_path):
+    from kit.pipeline.evals import baselines_for
+
+    store = open_store(tmp_path / "evals.duckdb")
+    half = _run(store, {"a": True, "b": True})
+    store.record(half, CaseRun("c", 0, (), error="timeout"))  # 1 of 3 errored
+    latest = _run(store, {"a": True, "b": True, "c": True})
+    strict = tmp_path / "gates.yaml"
+    strict.write_text("baseline: {max_error_share: 0.2}\n")
+    with store.connect() as con:
+        assert baselines_for(con, [latest], strict) == {latest: None}
+        assert baselines_for(con, [latest], tmp_path / "absent.yaml") == {latest: half}
