@@ -4,13 +4,11 @@ its agent, and the agent a failed scoped check names marked failing (the desk's 
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import needs_chromium, probe
 
 from kit.case import load_suite, parse_case
 from kit.cli import main as kit
@@ -20,18 +18,7 @@ from kit.trace import parse_trace
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "multiagent"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--proxy-server=127.0.0.1:9",
-]
 PROBE = """<script>
 (function () {
   document.querySelector('#case-body tr.row').click();
@@ -48,9 +35,6 @@ PROBE = """<script>
 </script></body>"""
 
 
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-
-
 def _seen(tmp_path: Path, case: Any) -> dict[str, Any]:
     """What the report of the desk's run with the bug, judged by `case`, shows once its row is opened."""
     store = open_store(tmp_path / "evals.duckdb")
@@ -60,18 +44,7 @@ def _seen(tmp_path: Path, case: Any) -> dict[str, Any]:
     store.finish_run(run_id)
     out = tmp_path / "report.html"
     assert kit(["report", "--store", str(store.path), "--run", run_id, "--html", str(out)]) == 0
-    probed = tmp_path / "probed.html"
-    probed.write_text(out.read_text().replace("</body>", PROBE, 1))
-    dom = subprocess.run(
-        [CHROMIUM or "chromium", *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probed.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
-    assert found, dom.stdout[-3000:]
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&gt;", ">").replace("&amp;", "&"))
+    return probe(out, PROBE, tmp_path, profile=tmp_path / "profile", timeout=60)
 
 
 @needs_chromium

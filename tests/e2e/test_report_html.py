@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
-import subprocess
 import time
 
 import pytest
+from browser import chromium, needs_chromium, probe
 
 from kit.cli import main as kit
 from kit.result import CaseRun, Result
@@ -20,19 +19,6 @@ from kit.store import open_store
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--proxy-server=127.0.0.1:9",  # belt and braces: nothing the page asks for may leave the machine
-]
 HOSTILE = '</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 
 # Uses the page like a person, then writes what it saw into <pre id="probe">.
@@ -134,21 +120,8 @@ def _store(path):
     return store, ids
 
 
-def _chromium(*args: str, profile) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
-    )
-
-
 def _probe(page, tmp_path) -> dict:
-    probed = tmp_path / "probed.html"
-    probed.write_text(page.read_text().replace("</body>", PROBE, 1))
-    dom = _chromium("--dump-dom", probed.as_uri(), profile=tmp_path / "probe-profile")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
-    assert found, dom.stdout[-3000:]
-    text = found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    return json.loads(text)
+    return probe(page, PROBE, tmp_path, profile=tmp_path / "probe-profile")
 
 
 def test_html_is_one_offline_file_with_every_source(tmp_path):
@@ -165,7 +138,7 @@ def test_html_is_one_offline_file_with_every_source(tmp_path):
 
 
 @needs_chromium
-def test_page_filters_opens_traces_and_lists_flips_in_chromium(tmp_path):
+def test_page_filters_opens_traces_and_lists_flips_inchromium(tmp_path):
     store, ids = _store(tmp_path / "evals.duckdb")
     out = tmp_path / "report.html"
     assert kit(["report", "--store", str(store.path), "--run", ids[2], "--html", str(out)]) == 0
@@ -236,7 +209,7 @@ def test_compare_page_lists_the_flips_the_store_holds(tmp_path):
 
     shot = tmp_path / "compare.png"
     started = time.monotonic()
-    res = _chromium("--window-size=1280,1600", f"--screenshot={shot}", out.as_uri(), profile=tmp_path / "shot")
+    res = chromium("--window-size=1280,1600", f"--screenshot={shot}", out.as_uri(), profile=tmp_path / "shot")
     assert res.returncode == 0, res.stderr[-2000:]
     head = shot.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1280, 1600)
@@ -269,6 +242,6 @@ document.body.appendChild(pre);
             1,
         )
     )
-    dom = _chromium("--dump-dom", probed.as_uri(), profile=tmp_path / "p")
+    dom = chromium("--dump-dom", probed.as_uri(), profile=tmp_path / "p")
     seen = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
     assert seen == [100, "100 shown of 230 matching of 230 case rows", 230, True]

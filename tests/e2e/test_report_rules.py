@@ -5,13 +5,11 @@ whatever the case named it, and a cost no trace gave as "not recorded" (never "$
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import chromium, needs_chromium, probe
 
 from kit.case import load_suite
 from kit.cli import main as kit
@@ -23,18 +21,7 @@ from kit.trace import parse_trace
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "multiagent"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--proxy-server=127.0.0.1:9",
-]
 PROBE = """<script>
 (function () {
   var text = function (sel) { return Array.prototype.map.call(document.querySelectorAll(sel), function (e) {
@@ -68,30 +55,12 @@ def _report(tmp_path: Path, *, rules: bool = True, shot: Path | None = None) -> 
     store.finish_run(run_id)
     out = tmp_path / "report.html"
     assert kit(["report", "--store", str(store.path), "--run", run_id, "--html", str(out)]) == 0
-    probed = tmp_path / "probed.html"
-    probed.write_text(out.read_text().replace("</body>", PROBE, 1))
-    profile = f"--user-data-dir={tmp_path / 'profile'}"
-    dom = subprocess.run(
-        [CHROMIUM or "chromium", *FLAGS, profile, "--dump-dom", probed.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
-    assert found, dom.stdout[-3000:]
+    seen = probe(out, PROBE, tmp_path, profile=tmp_path / "profile", timeout=60)
     if shot is not None:
-        subprocess.run(
-            [CHROMIUM or "chromium", *FLAGS, profile, f"--screenshot={shot}", "--window-size=1300,1800", out.as_uri()],
-            capture_output=True,
-            timeout=60,
+        chromium(
+            f"--screenshot={shot}", "--window-size=1300,1800", out.as_uri(), profile=tmp_path / "profile", timeout=60
         )
-    return json.loads(
-        found.group(1).replace("&quot;", '"').replace("&gt;", ">").replace("&lt;", "<").replace("&amp;", "&")
-    )
-
-
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+    return seen
 
 
 @needs_chromium
