@@ -93,7 +93,7 @@ def test_kit_run_reaches_the_agents_model_with_the_dead_proxy_in_its_environment
 def _eval(repo: Path, env: dict[str, str], strace_log: Path | None) -> subprocess.CompletedProcess[str]:
     cmd = run_promptfoo.command(["eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-cache", "-j", "1"])
     if strace_log is not None:
-        cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(strace_log), *cmd]
+        cmd = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect", "-o", str(strace_log), *cmd]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240, cwd=repo)
 
 

@@ -75,7 +75,7 @@ def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_p
         "tests:\n  - vars: {x: hello}\n    assert: [{type: python, value: file://check.py}]\n"
     )
     log = tmp_path / "strace.txt"
-    cmd = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
+    cmd = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
     cmd += run_promptfoo.command(["eval", "-c", str(tmp_path / "cfg.yaml"), "--no-progress-bar", "--no-cache"])
     base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
     env = run_promptfoo.offline_env(ROOT, base=base)

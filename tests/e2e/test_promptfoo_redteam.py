@@ -135,7 +135,7 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     """`promptfoo redteam run` with the kit's generator: no connection leaves loopback, the default agent
     resists every attack, the vulnerable one falls, and Promptfoo's graders are reported as not graded."""
     log = tmp_path / "strace.txt"
-    trace = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
+    trace = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
     results = run_small_redteam(tmp_path, {}, prefix=trace)
     assert len(results) == 2 * 2 * 2  # 2 targets x 2 strategies x 2 attacks
     assert verdict.judge(verdict.summarize(results), ["obey-injection"]) == []

@@ -1,6 +1,8 @@
 """Every command in README.md runs, in order, in a copy of the repository, and exits as the README says
 (`# exits N` after a command; 0 otherwise). `make test` is the command that runs this very test, so it is
-checked against .ci/run instead of being run again."""
+checked against .ci/run instead of being run again. The tools' own commands (`deepeval test run`,
+`npx promptfoo eval|redteam run|view`) are run as typed, offline and under strace, by test_tools_as_typed:
+run there, not twice, unless that test cannot isolate them here."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from shared_runs import copy_repo, environ, shared_run
+from test_tools_as_typed import AS_TYPED, can_isolate
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -30,6 +33,26 @@ def readme_commands() -> list[tuple[str, int]]:
             m = re.search(r"exits (\d+)", comment)
             commands.append((cmd.strip(), int(m.group(1)) if m else 0))
     return commands
+
+
+def typed_elsewhere() -> dict[str, list[str]]:
+    """The README's commands that test_tools_as_typed runs (when it can isolate them): each with its argv there."""
+    if can_isolate() is not None:
+        return {}
+    typed = {command: argv for command, (argv, *_) in AS_TYPED.items()}
+    typed["npx promptfoo view"] = ["npx", "promptfoo", "view"]
+    return {cmd: typed[key] for cmd, _ in readme_commands() for key in typed if cmd.endswith(key)}
+
+
+def test_the_tools_commands_the_readme_names_are_run_as_typed():
+    elsewhere = typed_elsewhere()
+    if can_isolate() is not None:
+        pytest.skip(f"test_tools_as_typed cannot isolate the tools here ({can_isolate()}): run in the README's run")
+    assert len(elsewhere) == 4, elsewhere
+    for cmd, argv in elsewhere.items():
+        program, *args = cmd.split()
+        assert Path(argv[0]).resolve() == (ROOT / program).resolve() if "/" in program else argv[0] == program
+        assert argv[1 : len(args) + 1] == args, (cmd, argv)  # the README's arguments; only output flags added
 
 
 def test_readme_names_the_two_commands_and_ci_runs_the_test_command():
@@ -77,9 +100,12 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     env.pop("DEEPEVAL_DISABLE_DOTENV", None)  # set for the test workers only: a user's shell reads .env
     failures = []
     ran = 0
+    elsewhere = typed_elsewhere()
     for cmd, want in readme_commands():
         if cmd.startswith("make test"):
             continue  # this test is part of `make test`; CI runs it (checked above)
+        if cmd in elsewhere:
+            continue  # run as typed by test_tools_as_typed (checked above)
         ran += 1
         if "promptfoo view" in cmd:  # a server: it must come up and answer, then stop on Ctrl-C
             problem = serves_until_interrupted(cmd, repo, env)

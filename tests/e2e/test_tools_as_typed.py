@@ -10,6 +10,7 @@ the project's (.promptfoo, from .env), which `make evals` shares: that is what `
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -29,7 +30,9 @@ VENV_BIN = ROOT / ".venv" / "bin"
 CONNECT = re.compile(r"connect\(\d+, \{sa_family=(AF_INET6?), (?:sin6?_port=htons\((\d+)\)), (.*?)\}")
 
 
-def _can_isolate() -> str | None:
+@functools.cache
+def can_isolate() -> str | None:
+    """None, or why the tools cannot be run offline under strace here."""
     for tool in ("unshare", "strace", "ip"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
@@ -37,7 +40,7 @@ def _can_isolate() -> str | None:
     return None if probe.returncode == 0 else f"unshare -n is not permitted here: {probe.stderr.strip()}"
 
 
-pytestmark = pytest.mark.skipif(_can_isolate() is not None, reason=str(_can_isolate()))
+pytestmark = pytest.mark.skipif(can_isolate() is not None, reason=str(can_isolate()))
 
 
 def user_env(store: Path) -> dict[str, str]:
@@ -53,7 +56,7 @@ def user_env(store: Path) -> dict[str, str]:
 
 def isolated(argv: list[str], log: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
     """argv in a loopback-only network namespace, every connect() of every process logged to `log`."""
-    script = 'ip link set lo up && exec strace -f -qq -e trace=connect -e signal=none -o "$0" -- "$@"'
+    script = 'ip link set lo up && exec strace --seccomp-bpf -f -qq -e trace=connect -e signal=none -o "$0" -- "$@"'
     return subprocess.run(
         ["unshare", "-n", "sh", "-c", script, str(log), *argv],
         cwd=ROOT,
@@ -142,7 +145,7 @@ VIEW_DRIVER = textwrap.dedent(
     log, want = sys.argv[1], sys.argv[2]
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     view = subprocess.Popen(
-        ["strace", "-f", "-qq", "-e", "trace=connect", "-e", "signal=none", "-o", log, "--", "npx", "promptfoo", "view"],
+        ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect", "-e", "signal=none", "-o", log, "--", "npx", "promptfoo", "view"],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     found, listening, deadline = False, False, time.time() + 240
