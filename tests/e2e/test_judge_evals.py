@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
+import yaml
 from shared_runs import copy_repo, environ, shared_run
 
 from kit.doubles.judge import HTTP500_MESSAGE, MODEL
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="needs unshare -n (a Linux network namespace) to run make evals offline"
 )
 ROOT = Path(__file__).resolve().parents[2]
-# A few golden cases for the failing judges: the red team runs in full whatever the cases.
+# A few golden cases for the failing judges (whose red team is cut short too: _small_red_team).
 SMALL = ROOT / "golden" / "cases" / "orders.yaml"
 
 
@@ -73,26 +74,33 @@ def _calls(tmp: Path) -> Counter[str]:
     return Counter(json.loads(line)["kind"] for line in lines)
 
 
-# Two streams of `make evals` runs at the same time: the checkout's and a copy's (each red team of the
-# reference agent writes the same generated file in its checkout, so one checkout runs one at a time).
+def _small_red_team(repo: Path) -> None:
+    """The copy's red team cut to its first two plugins, unmangled: a team's smaller red team, whose graders
+    still ask the judge (the checkout's whole red team is graded by the good judge)."""
+    path = repo / "redteam" / "promptfooconfig.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["redteam"]["plugins"] = config["redteam"]["plugins"][:2]
+    config["redteam"]["strategies"] = ["basic"]
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+# Two streams of `make evals` runs at the same time: the checkout's, with the good judge on the golden set,
+# and a copy's, with each failing judge on a few cases and a small red team (each red team of the reference
+# agent writes the same generated file in its checkout, so one checkout runs one at a time).
 @shared_run("judge")
 def good(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     proc, store = _evals(tmp, "good")  # the golden set: every case, the whole red team
     return proc, store, tmp
 
 
-@shared_run("judge")
-def bad_judge(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
-    return _evals(tmp, "bad", SMALL)
-
-
 @shared_run("judge-copy")
-def broken_judges(tmp: Path) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+def failing_judges(tmp: Path) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
     repo = tmp / "repo"
     repo.mkdir()
     copy_repo(repo)
+    _small_red_team(repo)
     runs = {}
-    for mode in ("http500", "malformed"):
+    for mode in ("bad", "http500", "malformed"):
         (tmp / mode).mkdir()
         runs[mode] = _evals(tmp / mode, mode, repo / SMALL.relative_to(ROOT), repo)
     return runs
@@ -134,8 +142,8 @@ def test_the_refund_rubric_judges_only_cases_with_a_reference(good):
     assert {r["case_id"] for r in judged} == with_reference and with_reference
 
 
-def test_a_judge_that_scores_badly_fails_and_names_the_rubric(bad_judge):
-    proc, store = bad_judge
+def test_a_judge_that_scores_badly_fails_and_names_the_rubric(failing_judges):
+    proc, store = failing_judges["bad"]
     assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-2000:]  # make's code for a failed recipe
     assert "make evals: FAILED" in proc.stdout
     assert "soft gate rubric:resolves_request: pass rate 0.00 under its floor" in proc.stdout
@@ -153,8 +161,8 @@ def test_a_judge_that_scores_badly_fails_and_names_the_rubric(bad_judge):
 
 
 @pytest.mark.parametrize("mode", ["http500", "malformed"])
-def test_a_broken_judge_is_an_error_the_hard_gates_decide_and_the_summary_says_so(broken_judges, mode: str):
-    proc, store = broken_judges[mode]
+def test_a_broken_judge_is_an_error_the_hard_gates_decide_and_the_summary_says_so(failing_judges, mode: str):
+    proc, store = failing_judges[mode]
     out = proc.stdout
     soft = _rows(store, SOFT)
     rubric = [r for r in soft if r["source"] == "deepeval"]
