@@ -58,11 +58,12 @@ def test_junit_names_the_failing_check(faulty):
 
 @shared_run("pipeline")
 def user_agent_evals(tmp):
-    """The whole `make evals` with a user's agent, as a user runs it: make, then read the store."""
+    """`make evals`' kit stage with a user's agent and no cases named (the golden set), as `make evals
+    AGENT=...` runs it: the pipeline, then read the store. Every stage with a user's agent: test_byo.py."""
     env = {k: v for k, v in environ().items() if not k.startswith("KIT_")}
-    env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp))
+    env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp), KIT_MAKE_AGENT=USER_AGENT, KIT_MAKE_ONLY="kit")
     proc = subprocess.run(
-        ["make", "--no-print-directory", "evals", f"AGENT={USER_AGENT}", f"EVALS_OUT={tmp / 'out'}"],
+        [sys.executable, "-m", "kit.pipeline", "--from-make", "--out", str(tmp / "out")],
         cwd=ROOT,
         env=env,
         capture_output=True,
