@@ -9,9 +9,14 @@ NPM_STAMP := node_modules/.installed
 # (kit/offline.py); .env holds the same for the tools typed by hand.
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install test test-fast lint evals clean
+.PHONY: install packages test test-fast lint evals clean
 
 install: $(STAMP)
+
+# The Python and the Node packages, side by side on a fresh machine (pip and npm each leave a core mostly
+# idle); nothing to do, and nothing said, once both are installed.
+packages:
+	@$(MAKE) -q $(STAMP) $(NPM_STAMP) 2>/dev/null || $(MAKE) --no-print-directory -j2 --output-sync=target $(STAMP) $(NPM_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +24,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-test: $(STAMP) $(NPM_STAMP)
+test: packages
 	$(PY) -m pytest -q -n 2
 
 # The unit tests only (seconds): no subprocess, no Promptfoo, no DeepEval run.
@@ -56,7 +61,7 @@ evals: export KIT_MAKE_SHARDS = $(value SHARDS)
 evals: export KIT_MAKE_BASELINE_STORE = $(value BASELINE_STORE)
 evals: export KIT_MAKE_EVALS_OUT = $(value EVALS_OUT)
 evals: export KIT_MAKE_CONCURRENCY = $(value CONCURRENCY)
-evals: $(STAMP) $(NPM_STAMP)
+evals: packages
 	$(PY) -m kit.pipeline --from-make
 
 clean:
@@ -80,7 +85,7 @@ promptfoo-config: $(STAMP)
 # One stage of `make evals` on its own (the same function, the same store, no second ingest); the agent is
 # called live, as no kit stage ran before it.
 promptfoo-eval: export KIT_MAKE_ONLY = promptfoo
-promptfoo-eval: $(STAMP) $(NPM_STAMP)
+promptfoo-eval: packages
 	$(PY) -m kit.pipeline --from-make
 
 # --- Reference agent: regenerate golden/tools.json and re-record the golden cassettes. ---
@@ -109,5 +114,5 @@ bench-store: $(STAMP)
 # (`make evals`' redteam stage on its own; the verdict step checks the vulnerable control target fails).
 .PHONY: promptfoo-redteam
 promptfoo-redteam: export KIT_MAKE_ONLY = redteam
-promptfoo-redteam: $(STAMP) $(NPM_STAMP)
+promptfoo-redteam: packages
 	$(PY) -m kit.pipeline --from-make
