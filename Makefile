@@ -14,9 +14,12 @@ export PYTHONDONTWRITEBYTECODE := 1
 install: $(STAMP)
 
 # The Python and the Node packages, side by side on a fresh machine (pip and npm each leave a core mostly
-# idle); nothing to do, and nothing said, once both are installed.
+# idle); nothing to do, and nothing said, once both are installed. Then the checkout's own modules are
+# byte-compiled (a no-op when done): the editable install leaves them as source, and with bytecode writing
+# off (above) every Python process of a run would compile them again.
 packages:
 	@$(MAKE) -q $(STAMP) $(NPM_STAMP) 2>/dev/null || $(MAKE) --no-print-directory -j2 --output-sync=target $(STAMP) $(NPM_STAMP)
+	@$(PY) -m compileall -q kit kit_promptfoo deepeval_metrics providers redteam tests > /dev/null
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
