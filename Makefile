@@ -34,7 +34,7 @@ test: packages
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -n 2 -m "not e2e"
 
-lint: $(STAMP)
+lint: packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
