@@ -5,7 +5,9 @@
 
 SLOW_AGENT_LATENCY: seconds per call (default 0.4). SLOW_AGENT_COUNTS: a folder where every call, in any
 process, counts itself under an flock: `calls` (one byte per call), `now` (in flight) and `peak` (the most
-ever in flight at once). What the concurrency tests and bench/real_agent.py read.
+ever in flight at once). What the concurrency tests and bench/real_agent.py read. SLOW_AGENT_MEET=N (with
+the counts): after its latency, a call stays in flight until N calls were in flight at once, for at most
+MEET_WAIT_S: a cap of N is reached however late a loaded machine starts the hosts that make up the N.
 """
 
 from __future__ import annotations
@@ -19,9 +21,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+MEET_WAIT_S = 5.0
+
 
 def latency() -> float:
     return float(os.environ.get("SLOW_AGENT_LATENCY", "0.4"))
+
+
+def _waiting(deadline: float) -> bool:
+    """Whether this call still waits for SLOW_AGENT_MEET calls to have been in flight at once."""
+    meet, folder = int(os.environ.get("SLOW_AGENT_MEET") or 0), _counts()
+    return bool(meet and folder) and read(folder, "peak") < meet and time.monotonic() < deadline
 
 
 def _counts() -> Path | None:
@@ -69,10 +79,16 @@ def _trace(text: Any) -> dict[str, Any]:
 def sync_agent(text: Any) -> dict[str, Any]:
     with _in_flight():
         time.sleep(latency())
+        deadline = time.monotonic() + MEET_WAIT_S
+        while _waiting(deadline):
+            time.sleep(0.01)
     return _trace(text)
 
 
 async def async_agent(text: Any) -> dict[str, Any]:
     with _in_flight():
         await asyncio.sleep(latency())
+        deadline = time.monotonic() + MEET_WAIT_S
+        while _waiting(deadline):
+            await asyncio.sleep(0.01)
     return _trace(text)

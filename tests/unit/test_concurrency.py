@@ -105,6 +105,9 @@ def _run(agent: str, mode: str, concurrency: int) -> list:
 )
 def test_calls_run_up_to_the_cap_at_once(project, agent, mode, monkeypatch):
     monkeypatch.setenv("SLOW_AGENT_LATENCY", str(OVERLAP))
+    # Calls wait (up to 5 s) for 4 at once: on a loaded machine the second host can start after the first
+    # host's calls would otherwise have ended. A runner that allowed fewer than 4 still fails below.
+    monkeypatch.setenv("SLOW_AGENT_MEET", "4")
     outs = _run(f"kit.doubles.slow_agent:{agent}", mode, 4)
     assert [o.case_run.outcome for o in outs] == ["pass"] * 12
     counts = project / "counts"
