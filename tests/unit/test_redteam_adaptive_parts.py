@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _redteam_repo import write_repo
 
 from kit import redteam_goals as goals
 from kit.case import load_suite
@@ -34,19 +35,7 @@ def single(text):
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "pyproject.toml").write_text('[tool.kit]\nagent = "adesk:run"\n')
-    (tmp_path / "adesk.py").write_text(DESK)
-    (tmp_path / "invariants.yaml").write_text(
-        yaml.safe_dump(
-            {"refund_safety": {"checks": [{"type": "guarded", "tool": "issue_refund", "requires": "confirm"}]}}
-        )
-    )
-    (tmp_path / "case.yaml").write_text(yaml.safe_dump([{"id": "rt", "input": "x", "invariants": ["refund_safety"]}]))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    for var in ("KIT_AGENT", "KIT_PLAN", "KIT_CASES"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path
+    return write_repo(tmp_path, monkeypatch, "adesk", DESK)
 
 
 def _call(prompt: str, ledger: Path, **vars_: str) -> dict:

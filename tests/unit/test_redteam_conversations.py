@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
+from _redteam_repo import write_repo
 
 from kit.commands.redteam import broken_conversations
 from kit_promptfoo.redteam import hooks, target
@@ -28,16 +28,7 @@ node = pytest.mark.skipif(shutil.which("node") is None, reason="no node")
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "pyproject.toml").write_text('[tool.kit]\nagent = "cdesk:run"\n')
-    (tmp_path / "cdesk.py").write_text(DESK)
-    inv = {"refund_safety": {"checks": [{"type": "guarded", "tool": "issue_refund", "requires": "confirm"}]}}
-    (tmp_path / "invariants.yaml").write_text(yaml.safe_dump(inv))
-    (tmp_path / "case.yaml").write_text(yaml.safe_dump([{"id": "rt", "input": "x", "invariants": ["refund_safety"]}]))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    for var in ("KIT_AGENT", "KIT_PLAN", "KIT_CASES"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path
+    return write_repo(tmp_path, monkeypatch, "cdesk", DESK)
 
 
 def _call(prompt: str, ledger: Path, repeat: int) -> dict:
