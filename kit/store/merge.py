@@ -17,16 +17,24 @@ import os
 import sys
 import uuid
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from kit.store.spool import SUFFIX, identity_of_spool, is_alive
-from kit.store.values import CHECK_FIELDS, EVENT_COLUMNS, BadRecord, encode_line, normalise_event
+from kit.store.values import EVENT_COLUMNS, BadRecord, check_fields, encode_line, normalise_event
 
-_SQL_TYPES = {**EVENT_COLUMNS, "checks": "STRUCT(" + ", ".join(f'"{c}" {t}' for c, t in CHECK_FIELDS.items()) + ")[]"}
-_COLUMNS_SQL = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _SQL_TYPES.items()) + "}"
+
+@cache
+def _columns_sql() -> str:
+    """Every spool key with its DuckDB type, as `read_json`'s `columns` argument (check rows as a list of
+    structs)."""
+    checks = "STRUCT(" + ", ".join(f'"{c}" {t}' for c, t in check_fields().items()) + ")[]"
+    return "{" + ", ".join(f"'{k}': '{v}'" for k, v in {**EVENT_COLUMNS, "checks": checks}.items()) + "}"
+
+
 RECORD_CHARS = 100_000  # how much of a quarantined line the table keeps
 
 _APPLY = (
@@ -255,7 +263,7 @@ def _apply(
         try:
             con.execute(
                 f"""CREATE OR REPLACE TEMP TABLE ev AS SELECT * FROM read_json(?, format = 'newline_delimited',
-                    columns = {_COLUMNS_SQL}, maximum_object_size = 1073741824)""",
+                    columns = {_columns_sql()}, maximum_object_size = 1073741824)""",
                 [str(tmp)],
             )
             for statement in _APPLY:

@@ -14,6 +14,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from kit.store.schema import columns
@@ -68,7 +69,13 @@ EVENT_COLUMNS: dict[str, str] = {
     "completion_tokens": "BIGINT",
     "sample": "INTEGER",  # which of a verdict's K judge samples
 }
-CHECK_FIELDS: dict[str, str] = {c: t for c, t in columns("check_results") if c not in KEY}
+
+
+@cache
+def check_fields() -> dict[str, str]:
+    """The columns of a check row, with their types. Read on first use, not at import: reading them applies
+    the migrations to an in-memory database (~50 ms), which every process importing the store would pay."""
+    return {c: t for c, t in columns("check_results") if c not in KEY}
 
 _RANGES = {"INTEGER": (-(2**31), 2**31 - 1), "BIGINT": (-(2**63), 2**63 - 1)}
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -222,6 +229,6 @@ def _checks(value: Any) -> list[dict[str, Any]] | None:
     for i, row in enumerate(value):
         if not isinstance(row, Mapping):
             raise BadRecord(f"checks.{i}: {_short(row)} is not an object")
-        rows.append({c: _value(f"checks.{i}.{c}", t, row.get(c)) for c, t in CHECK_FIELDS.items()})
+        rows.append({c: _value(f"checks.{i}.{c}", t, row.get(c)) for c, t in check_fields().items()})
         _outcome(rows[-1]["outcome"])
     return rows
