@@ -6,6 +6,7 @@ import datetime as dt
 import decimal
 import json
 import os
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,11 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+# Functions whose result differs between two runs of one query on the same rows.
+_VOLATILE = re.compile(r"random|uuid|now\b|current_|today|nextval|currval|setseed|get_current", re.I)
+_ANSWERS_KEPT = 512
+
+
 class _Sandbox:
     """One locked-down in-memory DuckDB per process, holding one trace's end-state tables at a time.
 
@@ -96,6 +102,10 @@ class _Sandbox:
 
     A table whose rows fail to load is dropped, never kept empty under its content key: every query on
     that trace is an error, not a pass on an empty table.
+
+    A query's rows are kept for the tables' contents they were read from: most runs of an attack or a case
+    leave the same end state, so its checks' queries (~1 ms each, several per run) are asked once. Queries
+    whose answer can change on the same rows (random(), now(), sequences) are always run.
     """
 
     def __init__(self) -> None:
@@ -103,6 +113,7 @@ class _Sandbox:
         self.con: Any = None
         self.loaded: object | None = None
         self.tables: dict[str, bytes] = {}  # loaded table -> content key of its rows
+        self.answers: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}  # (tables' keys, sql, max) -> rows
 
     def _connect(self) -> Any:
         from kit import duck
@@ -184,7 +195,7 @@ class _Sandbox:
             try:
                 with watch:
                     # Rows stream: a query that would return billions is read no further than needed.
-                    return self.con.execute(sql).fetchmany(max_rows + 1)
+                    return self._answer(sql, max_rows)
             except duckdb.CatalogException as e:
                 self._missing_tables(trace, sql, str(e))
                 raise
@@ -193,10 +204,20 @@ class _Sandbox:
                     raise TimeoutError(f"query ran longer than {limits.CHECK_TIMEOUT:g} s and was stopped") from None
                 raise
 
+    def _answer(self, sql: str, max_rows: int) -> list[tuple[Any, ...]]:
+        if _VOLATILE.search(sql):
+            return self.con.execute(sql).fetchmany(max_rows + 1)
+        key = (tuple(sorted(self.tables.items())), sql, max_rows)
+        rows = self.answers.get(key)
+        if rows is None:
+            rows = self.con.execute(sql).fetchmany(max_rows + 1)
+            if len(self.answers) >= _ANSWERS_KEPT:
+                del self.answers[next(iter(self.answers))]  # the oldest
+            self.answers[key] = rows
+        return list(rows)
+
     def _missing_tables(self, trace: Trace, sql: str, error: str) -> None:
         """EndStateError naming the tables the query reads that the trace's end state lacks, if any."""
-        import re
-
         try:
             named = set(self.con.get_table_names(sql))
         except Exception:  # it binds the query, and fails where the query failed: read DuckDB's words

@@ -232,3 +232,41 @@ def test_a_declared_column_type_goes_into_the_sandbox_only_from_the_allowed_list
     bad = make_trace(end_state={"t": []}, end_state_columns={"t": {"a": "INTEGER); DROP TABLE t; --"}})
     r = run1(bad, {"type": "end_state", "query": "SELECT * FROM t", "empty": True})
     assert r.error and "type 'INTEGER); DROP TABLE t; --' is not one the sandbox takes" in r.reason
+
+
+# --- a query's answer is kept for the rows it read, and only for them ----------------------------------
+
+
+class _Counting:
+    """A DuckDB connection that counts the queries it is asked."""
+
+    def __init__(self, con):
+        self.con, self.asked = con, []
+
+    def execute(self, sql, *args):
+        self.asked.append(sql)
+        return self.con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def test_the_same_rows_ask_a_query_once_and_other_rows_get_their_own_answer(monkeypatch):
+    sandbox = es._Sandbox()
+    monkeypatch.setattr(es, "_SANDBOX", sandbox)
+    sandbox.con = _Counting(sandbox._connect())
+    count = "SELECT count(*) FROM refunds"
+    check = {"type": "end_state", "query": count, "expected": [[1]]}
+    one = {"refunds": [{"order_id": "ORD-1", "amount": 5}]}
+    for _ in range(3):  # three runs that left the same end state: three traces, one query
+        assert run1(make_trace(end_state=one), check).passed
+    assert sandbox.con.asked.count(count) == 1
+    two = make_trace(end_state={"refunds": [{"order_id": "ORD-1", "amount": 5}, {"order_id": "ORD-2", "amount": 1}]})
+    r = run1(two, check)
+    assert not r.passed and "[[2]]" in r.reason  # other rows: asked again, and answered from them
+    assert sandbox.con.asked.count(count) == 2
+    # A query whose answer can change on the same rows is asked every time.
+    volatile = "SELECT count(*) FROM refunds WHERE random() < 2"
+    for _ in range(2):
+        assert run1(make_trace(end_state=one), {"type": "end_state", "query": volatile, "expected": [[1]]}).passed
+    assert sandbox.con.asked.count(volatile) == 2
