@@ -142,6 +142,17 @@ def agent_provider(out: Path, agent: str | None, model: str | None) -> dict[str,
     return {**provider, "label": model or agent, "config": {"agent": agent}}
 
 
+def _fewer_workers(provider: dict[str, Any], tests: int) -> dict[str, Any]:
+    """No more Python workers than tests: Promptfoo starts one per -j at once (~0.5 s of CPU each, importing
+    the agent), and a suite of 3 tests keeps 3 busy at most. A larger suite keeps Promptfoo's -j."""
+    from kit.plan import current_plan
+
+    config = provider.get("config") or {}
+    if "workers" in config or tests >= current_plan().settings.concurrency:
+        return provider
+    return {**provider, "config": {**config, "workers": max(1, tests)}}
+
+
 def redteam_parts(source: Path, out: Path) -> dict[str, Any]:
     """What `promptfoo redteam run` needs from the red-team config `source`, for a config written to `out`:
     its `redteam:` block (the generator path stays relative to the working directory, as Promptfoo reads
@@ -179,7 +190,7 @@ def build(
     config = {
         "description": description,
         "prompts": ["{{input}}"],
-        "providers": [agent_provider(out, agent, model)],
+        "providers": [_fewer_workers(agent_provider(out, agent, model), len(tests))],
         "defaultTest": {
             "assert": [
                 {

@@ -146,6 +146,20 @@ def test_generator_keeps_a_broken_case_as_a_failing_test_beside_the_rest(tmp_pat
     assert "case 'bad'" in r["error"] and "no_such_check" in r["error"], r
 
 
+def test_an_agents_config_starts_no_more_python_workers_than_tests(tmp_path: Path, monkeypatch) -> None:
+    # Promptfoo starts one Python worker per -j at once, each importing the agent: a 3-test suite needs 3.
+    (tmp_path / "cases.yaml").write_text(
+        "".join(f"- {{id: c{i}, input: hi, checks: [{{type: finished}}]}}\n" for i in range(3))
+    )
+    monkeypatch.setenv("KIT_CONCURRENCY", "8")
+    config, _ = build(tmp_path, agent="examples.my_agent:run")
+    assert config["providers"][0]["config"] == {"agent": "examples.my_agent:run", "workers": 3}
+    # As many tests as -j allows, or more: Promptfoo's own count (one per -j), which `-j` on the command line sets.
+    monkeypatch.setenv("KIT_CONCURRENCY", "3")
+    config, _ = build(tmp_path, agent="examples.my_agent:run")
+    assert config["providers"][0]["config"] == {"agent": "examples.my_agent:run"}
+
+
 def test_kit_agent_plugs_the_users_agent_into_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     # The same plug-in as `kit run --agent`: here examples/my_agent.py, which returns an OpenAI message list.
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
