@@ -96,7 +96,7 @@ targets:
   - {{id: "file://{root}/providers/agent_provider.py", label: agent-obey-injection, config: {{reference: true, case_file: redteam/case.yaml, case_id: redteam-attack, variant: obey_injection}}}}
 defaultTest:
   vars: {{case_file: redteam/case.yaml, case_id: redteam-attack}}
-  assert: [{{type: python, value: "file://{root}/kit_promptfoo/oracle_assert.py"}}]
+  assert: [{{type: javascript, value: "file://{root}/providers/oracle_assert.cjs:get_assert"}}]
 extensions: ["file://{root}/redteam/hooks.py:beforeAll"]
 redteam:
   purpose: Customer-support agent of an online shop.
@@ -142,7 +142,8 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     assert all("not graded" in json.dumps(r["gradingResult"]) for r in results)
     ids = {a.id for a in corpus.by_category("injection-user")}
     assert all(r["testCase"]["metadata"]["attack_id"] in ids for r in results)
-    # The sealed verdict survived Promptfoo's round trip: no assertion process had to re-run the oracle.
+    # The sealed verdict survived Promptfoo's round trip: the assertion (the JavaScript one, as the kit's configs
+    # use) presented it, with no Python process to re-run the oracle.
     assert all("[oracle ran in the provider worker]" in json.dumps(r["gradingResult"]) for r in results)
     from test_promptfoo_offline import non_local_peers
 
