@@ -179,11 +179,11 @@ def test_kit_check_judges_the_traces_after_runaway_queries(tmp_path):
     _write_runaway_suite(tmp_path)
     traces = [{"case_id": n, "final_output": "", "end_state": BIG} for n in [*RUNAWAY, "fine"]]
     (tmp_path / "traces.jsonl").write_text("\n".join(json.dumps(t) for t in traces))
-    p = kit("check", "traces.jsonl", "--cases", "cases.yaml", "--json", cwd=tmp_path, KIT_CHECK_TIMEOUT="1")
+    p = kit("check", "traces.jsonl", "--cases", "cases.yaml", "--json", cwd=tmp_path, KIT_CHECK_TIMEOUT="0.5")
     assert p.returncode == 1, p.stderr
     out = {r["case_id"]: r["checks"][0] for r in json.loads(p.stdout)["results"]}
     for name in RUNAWAY:
-        assert out[name]["outcome"] == "error" and "ran longer than 1 s" in out[name]["reason"]
+        assert out[name]["outcome"] == "error" and "ran longer than 0.5 s" in out[name]["reason"]
     assert out["fine"]["outcome"] == "fail" and out["fine"]["reason"].startswith("query returned 1 rows")
 
 
@@ -196,7 +196,7 @@ def test_kit_run_goes_on_after_runaway_queries(tmp_path, pool):
     )
     p = kit(
         "run", "--cases", "cases.yaml", "--agent", "runaway_agent:run", "--pool", pool, "--workers", "1",
-        "--no-store", "--json", "--timeout", "300", cwd=tmp_path, KIT_CHECK_TIMEOUT="1", PYTHONPATH=str(tmp_path),
+        "--no-store", "--json", "--timeout", "300", cwd=tmp_path, KIT_CHECK_TIMEOUT="0.5", PYTHONPATH=str(tmp_path),
     )  # fmt: skip
     assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
     out = {r["case_id"]: r for r in json.loads(p.stdout)["results"]}
