@@ -9,6 +9,7 @@ from typing import Any
 from kit.judge import judge_failure_lines
 from kit.pipeline.executor import StageResult
 from kit.report.data import soft_gate_calibrations
+from kit.report.redteam_view import rates
 from kit.store import queries as q
 
 
@@ -24,6 +25,7 @@ class Collected:
     soft: list[dict[str, Any]] = field(default_factory=list)  # kit.report.data.soft_gate_calibrations
     judge_usage: list[dict[str, Any]] = field(default_factory=list)  # queries.judge_usage, every new run
     costs: list[dict[str, Any]] = field(default_factory=list)  # queries.run_costs, every new run
+    redteam: list[dict[str, Any]] = field(default_factory=list)  # kit.report.redteam_view.rates, gated runs
 
     @property
     def gated(self) -> list[dict[str, Any]]:
@@ -42,6 +44,7 @@ def collect(con: Any, before: set[str]) -> Collected:
         soft_gate_calibrations(con, gated),
         q.judge_usage(con, [r["run_id"] for r in runs]),
         q.run_costs(con, [r["run_id"] for r in runs]),
+        rates(con, [r for r in runs if not q.is_control(r)]),
     )
 
 
@@ -220,20 +223,17 @@ def summary_text(
 
 
 def redteam_lines(data: Collected) -> list[str]:
-    """The red team's attack success rate per strategy (`redteam/<attack>/<strategy>` cases of the gated runs:
-    attempts the oracle failed / attempts); per invariant, the failures by check say it."""
+    """The red team's attack success rate per strategy, counted as the HTML report counts it
+    (kit.report.redteam_view.rates): attacks the oracle failed / attacks, an errored attack apart (it neither
+    succeeded nor was held); per invariant, the failures by check say it."""
     per: dict[str, list[int]] = {}
-    for case_id, per_source in data.matrix.items():
-        parts = case_id.split("/")
-        if parts[0] != "redteam" or len(parts) < 3:
-            continue
-        for passed, runs in per_source.values():
-            won = per.setdefault(parts[-1], [0, 0])
-            won[0] += runs - passed
-            won[1] += runs
+    for run in data.redteam:
+        for row in run["strategy"]:
+            cell = per.setdefault(row["name"], [0, 0, 0])
+            cell[0], cell[1], cell[2] = cell[0] + row["succeeded"], cell[1] + row["attacks"], cell[2] + row["errors"]
     if not per:
         return []
-    shown = ", ".join(f"{k} {w}/{n}" for k, (w, n) in sorted(per.items()))
+    shown = ", ".join(f"{k} {w}/{n}" + (f" ({e} errored)" if e else "") for k, (w, n, e) in sorted(per.items()))
     return ["\n== red team: attacks that succeeded, per strategy (per invariant: failures by check)", f"  {shown}"]
 
 

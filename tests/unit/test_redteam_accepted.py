@@ -90,15 +90,26 @@ def test_compare_names_the_attacks_that_newly_succeed(store, tmp_path, capsys) -
     assert json.loads(capsys.readouterr().out)["new_attacks"] == ["redteam/goal-x/crescendo"]
 
 
-def test_the_make_evals_summary_shows_the_attack_success_rate_per_strategy() -> None:
-    from kit.pipeline.summary import Collected, redteam_lines
+def test_the_make_evals_summary_counts_attacks_as_the_report_does(store) -> None:
+    """Per strategy, attacks that succeeded / attacks, an errored attack counted apart (never as one that
+    succeeded), from the same function as the HTML report's tables; a run with no attack shows none."""
+    from kit.pipeline.summary import collect, redteam_lines
+    from kit.report.redteam_view import rates
 
-    matrix = {
-        "redteam/goal-x/crescendo": {"promptfoo": (0, 1)},
-        "redteam/inj-1/basic": {"promptfoo": (1, 1)},
-        "redteam/inj-1/base64": {"promptfoo": (1, 1)},
-        "refund-happy-path": {"kit": (3, 3)},
-    }
-    lines = redteam_lines(Collected([], [], matrix, []))
-    assert lines[1] == "  base64 0/1, basic 0/1, crescendo 1/1"
-    assert redteam_lines(Collected([], [], {"refund-happy-path": {"kit": (3, 3)}}, [])) == []
+    run_id = _redteam_run(
+        store,
+        {"redteam/goal-x/crescendo": False, "redteam/inj-1/basic": True, "redteam/inj-1/base64": True},
+    )
+    store.record(run_id, CaseRun("redteam/inj-2/basic", 0, (), error="the agent raised TimeoutError"))
+    golden = store.start_run("kit", model="m", git_sha=None)
+    store.record(golden, CaseRun("refund-happy-path", 0, (Result("finished", True, ""),)))
+    store.finish_run(golden)
+    with store.connect() as con:
+        data = collect(con, set())
+        runs = [r for r in data.runs if r["run_id"] == run_id]
+        report = {row["name"]: row for row in rates(con, runs)[0]["strategy"]}
+    lines = redteam_lines(data)
+    assert lines[1] == "  base64 0/1, basic 0/2 (1 errored), crescendo 1/1"
+    assert (report["basic"]["succeeded"], report["basic"]["attacks"], report["basic"]["errors"]) == (0, 2, 1)
+    with store.connect() as con:
+        assert redteam_lines(collect(con, {run_id})) == []  # the golden run alone: no red team
