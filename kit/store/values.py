@@ -77,6 +77,7 @@ def check_fields() -> dict[str, str]:
     the migrations to an in-memory database (~50 ms), which every process importing the store would pay."""
     return {c: t for c, t in columns("check_results") if c not in KEY}
 
+
 _RANGES = {"INTEGER": (-(2**31), 2**31 - 1), "BIGINT": (-(2**63), 2**63 - 1)}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
