@@ -86,8 +86,11 @@ def _quote(name: str) -> str:
 
 
 # Functions whose result differs between two runs of one query on the same rows.
-_VOLATILE = re.compile(r"random|uuid|now\b|current_|today|nextval|currval|setseed|get_current", re.I)
+_VOLATILE = re.compile(
+    r"random|uuid|now\b|current_|today|localtime|transaction_timestamp|nextval|currval|setseed|get_current", re.I
+)
 _ANSWERS_KEPT = 512
+_ROWS_KEPT = 100
 
 
 class _Sandbox:
@@ -211,9 +214,10 @@ class _Sandbox:
         rows = self.answers.get(key)
         if rows is None:
             rows = self.con.execute(sql).fetchmany(max_rows + 1)
-            if len(self.answers) >= _ANSWERS_KEPT:
-                del self.answers[next(iter(self.answers))]  # the oldest
-            self.answers[key] = rows
+            if len(rows) <= _ROWS_KEPT:  # a check's answer is a few rows; a large one is not worth the memory
+                if len(self.answers) >= _ANSWERS_KEPT:
+                    del self.answers[next(iter(self.answers))]  # the oldest
+                self.answers[key] = rows
         return list(rows)
 
     def _missing_tables(self, trace: Trace, sql: str, error: str) -> None:

@@ -270,3 +270,8 @@ def test_the_same_rows_ask_a_query_once_and_other_rows_get_their_own_answer(monk
     for _ in range(2):
         assert run1(make_trace(end_state=one), {"type": "end_state", "query": volatile, "expected": [[1]]}).passed
     assert sandbox.con.asked.count(volatile) == 2
+    # So is one whose answer is large (kept answers are a check's few rows, not a table's worth).
+    many = "SELECT * FROM range(200)"
+    for _ in range(2):
+        run1(make_trace(end_state=one), {"type": "end_state", "query": many, "empty": True})
+    assert sandbox.con.asked.count(many) == 2
