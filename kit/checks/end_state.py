@@ -116,7 +116,8 @@ class _Sandbox:
         self.con: Any = None
         self.loaded: object | None = None
         self.tables: dict[str, bytes] = {}  # loaded table -> content key of its rows
-        self.answers: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}  # (tables' keys, sql, max) -> rows
+        self.contents: tuple[tuple[str, bytes], ...] = ()  # the loaded tables' keys: what an answer was read from
+        self.answers: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}  # (contents, sql, max) -> rows
 
     def _connect(self) -> Any:
         from kit import duck
@@ -176,6 +177,7 @@ class _Sandbox:
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise EndStateError(f"end_state table {table!r} does not load: {first}") from None
             self.tables[table] = wanted[table]
+        self.contents = tuple(sorted(self.tables.items()))
 
     def query(self, trace: Trace, sql: str, max_rows: int) -> list[tuple[Any, ...]]:
         """At most `max_rows` + 1 rows of the query; TimeoutError when it runs past the check time limit."""
@@ -210,7 +212,7 @@ class _Sandbox:
     def _answer(self, sql: str, max_rows: int) -> list[tuple[Any, ...]]:
         if _VOLATILE.search(sql):
             return self.con.execute(sql).fetchmany(max_rows + 1)
-        key = (tuple(sorted(self.tables.items())), sql, max_rows)
+        key = (self.contents, sql, max_rows)
         rows = self.answers.get(key)
         if rows is None:
             rows = self.con.execute(sql).fetchmany(max_rows + 1)
