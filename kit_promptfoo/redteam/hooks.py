@@ -12,6 +12,9 @@ offline: this hook removes them from each test and lists them in the test's `met
 the oracle assertion reports as "not graded" - never as a pass. Pass and fail then rest on the oracle's
 invariants alone. With a judge configured the graders stay: Promptfoo sends their requests to
 `redteam.provider` (redteam/generator.py), which forwards them to the kit's one judge.
+
+A deliberately vulnerable control target (a `control-` label) gets only the attacks it can read: an attack
+that a strategy encoded (base64, leetspeak, ...) goes to the other targets alone.
 """
 
 from __future__ import annotations
@@ -159,6 +162,30 @@ def judge_by_conversation(test: dict[str, Any], folder: Path) -> dict[str, Any]:
     return {**test, "vars": vars_, "options": options, "assert": [*kept, {"type": "javascript", "value": ASSERTION}]}
 
 
+# Promptfoo's strategies that encode an attack's text. The control target is the reference agent with no model:
+# it cannot read them, so it can only resist them, and running them there proves nothing (a third of the red
+# team's calls). The control target gets the attacks it can read; the agent gets every one.
+ENCODINGS = frozenset({"base64", "camelcase", "emoji", "hex", "homoglyph", "leetspeak", "morse", "piglatin", "rot13"})
+
+
+def readers(suite: dict[str, Any]) -> list[str] | None:
+    """The labels of the targets that are not a control (`control-...`, as the store tells a control run): the
+    targets an encoded attack goes to. None when there is no control, or a target has no label to name it by."""
+    labels = [p.get("label") if isinstance(p, dict) else None for p in suite.get("providers") or []]
+    if not any(isinstance(lbl, str) and lbl.startswith("control-") for lbl in labels):
+        return None
+    if not all(isinstance(lbl, str) and lbl for lbl in labels):
+        return None
+    return [lbl for lbl in labels if isinstance(lbl, str) and not lbl.startswith("control-")]
+
+
+def spare_control(test: dict[str, Any], targets: list[str]) -> dict[str, Any]:
+    """An encoded attack goes to `targets` only (Promptfoo's per-test `providers`), never to the control."""
+    if str((test.get("metadata") or {}).get("strategyId") or "") not in ENCODINGS or "providers" in test:
+        return test
+    return {**test, "providers": targets}
+
+
 def is_attack(test: dict[str, Any]) -> bool:
     return bool((test.get("metadata") or {}).get("pluginId"))
 
@@ -171,6 +198,9 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
     tests = [mcp_attack(t) if is_mcp_attack(t) else t for t in tests]
     if not judge_configured():
         tests = [strip_graders(t) for t in tests]
+    targets = readers(suite)
+    if targets is not None:
+        tests = [spare_control(t, targets) for t in tests]
     if any(is_adaptive(t) for t in tests):
         if not any(str(e).endswith("keep_providers.cjs:restore") for e in suite.get("extensions") or []):
             # This hook hands tests back as JSON: without keep_providers.cjs around it, each adaptive attack's
