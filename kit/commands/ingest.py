@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
         sha = current_git_sha()
     status = 0
     # What the run ran under (the settings' cases, their floors and files, the gates file), as `kit run` records.
-    rules = {"rules": _rules()}
+    rules = {"rules": _rules_by_kind() if args.tool == "promptfoo" else _rules()}
     # A Promptfoo eval of a `make evals` (its store hook runs this under the plan's document) belongs to it.
     evals = {"evals_id": _evals_id()} if args.tool == "promptfoo" else {}
     for path in args.files:
@@ -63,15 +64,28 @@ def _evals_id() -> str | None:
         return None
 
 
-def _rules() -> Any:
+def _rules_by_kind() -> Callable[[str], Any]:
+    """A Promptfoo run's rules by its kind, read once per kind per command: a red team's or a control's run is
+    held to the policy alone, so its cases are never loaded (its file holds attacks, none of the suite's)."""
+    read: dict[str, Any] = {}
+
+    def rules(kind: str) -> Any:
+        if kind not in read:
+            read[kind] = _rules(with_cases=kind == "golden")
+        return read[kind]
+
+    return rules
+
+
+def _rules(*, with_cases: bool = True) -> Any:
     """What a Promptfoo eval or a DeepEval test run of the settings' cases ran under (kit.gate.rules), recorded
     with its golden runs:
-    the cases with their invariants (those that did not load included) and the gates file. The agent is not
-    loaded for it. None where no cases are set up."""
+    the cases with their invariants (those that did not load included) and the gates file (`with_cases=False`:
+    the gates file alone). The agent is not loaded for it. None where no cases are set up."""
     from kit.case import load_suite
     from kit.errors import KitInputError
     from kit.gate.policy import load_policy
-    from kit.gate.rules import run_rules
+    from kit.gate.rules import RunRules, run_rules
     from kit.plan import suite_invariants
     from kit.settings import load_settings
 
@@ -79,6 +93,8 @@ def _rules() -> Any:
         settings = load_settings()
         if not settings.cases.exists():
             return None
+        if not with_cases:
+            return RunRules(policy=load_policy(settings.gates), origin="ingest")
         suite = load_suite(settings.cases, suite_invariants(settings))
         return run_rules(suite, load_policy(settings.gates), origin="ingest")
     except KitInputError:  # settings or gates that do not load: `kit gate` names them

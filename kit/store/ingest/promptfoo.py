@@ -8,6 +8,7 @@ are soft gates; every other assertion (the kit's Python assertions included) is 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -218,8 +219,20 @@ def escape_surrogates(value: Any) -> Any:
     return value
 
 
+def _has_surrogate(value: Any) -> bool:
+    """Whether `value` holds a lone surrogate anywhere: one pass of the C encoder, where walking every string
+    of a red team's 10 MB file in Python costs half a second."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def parse(path: Path) -> PfFile:
-    raw = escape_surrogates(read_json(path))
+    raw = read_json(path)
+    if _has_surrogate(raw):
+        raw = escape_surrogates(raw)
     if not isinstance(raw, dict) or "results" not in raw:
         raise KitInputError("not a Promptfoo output file (no top-level `results`)", file=str(path))
     try:
@@ -289,13 +302,13 @@ def ingest(
     *,
     git_sha: str | None = None,
     force: bool = False,
-    rules: Any = None,
+    rules: Callable[[RunKind], Any] | None = None,
     evals_id: str | None = None,
 ) -> Ingested:
-    """The file's runs into the store (one per provider), each under `evals_id` (the `make evals` that ran it)."""
-    # `rules`: what the eval ran under (kit.gate.rules.RunRules, read from the settings by the caller),
-    # recorded with each golden run; a red team's or a control's run records the policy alone (it runs
-    # attacks, not the golden cases, so their floors and load errors are not its own).
+    """The file's runs into the store (one per provider), each under `evals_id` (the `make evals` that ran it).
+    `rules(kind)`: what a run of that kind ran under (kit.gate.rules.RunRules, read from the settings by the
+    caller, only for the kinds the file holds): a golden run records the cases' rules; a red team's or a
+    control's the policy alone (it runs attacks, not the golden cases, so their floors are not its own)."""
     pf = parse(path)
     eval_id = pf.evalId or digest(pf.model_dump(mode="json"))
     by_provider: dict[str, list[tuple[int, PfResult]]] = {}
@@ -344,7 +357,7 @@ def ingest(
             git_sha=git_sha,
             run_id=run_id,
             started_at=pf.results.timestamp,
-            rules=rules if rules is None or kind == "golden" else rules.without_cases(),
+            rules=None if rules is None else rules(kind),
             meta=meta,
         )
         for case_run, _, soft in rows:
