@@ -103,30 +103,34 @@ redteam:
   provider: "file://{root}/redteam/generator.py"
   injectVar: prompt
   plugins:
-    - {{id: debug-access, numTests: 2, config: {{modifiers: {{kit_category: injection-user}}}}}}
-  strategies: [basic, base64]
+    - {{id: debug-access, numTests: {attacks}, config: {{modifiers: {{kit_category: injection-user}}}}}}
+  strategies: [{strategies}]
 """
 
 
-def run_small_redteam(tmp_path: Path, env_extra: dict[str, str], prefix: list[str] | None = None) -> list[dict]:
-    """`promptfoo redteam run` on SMALL through the kit's launcher (offline settings), then its results."""
+def run_small_redteam(
+    tmp_path: Path,
+    env_extra: dict[str, str],
+    prefix: list[str] | None = None,
+    attacks: int = 2,
+    strategies: tuple[str, ...] = ("basic", "base64"),
+) -> list[dict]:
+    """`promptfoo redteam run` on SMALL (`attacks` attacks under each of `strategies`, against both targets)
+    through the kit's launcher (offline settings), then its results."""
     cfg = tmp_path / "redteam.yaml"
-    cfg.write_text(SMALL.format(root=ROOT))
+    cfg.write_text(SMALL.format(root=ROOT, attacks=attacks, strategies=", ".join(strategies)))
     base = {k: v for k, v in os.environ.items() if k not in ("KIT_PROMPTFOO_ONLINE", "KIT_JUDGE_MODEL")}
     env = run_promptfoo.offline_env(ROOT, base=base | env_extra)
     env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
-    gen = tmp_path / "generated.yaml"
+    # With `-o`, Promptfoo writes the eval's results over the generated tests when it ends, here as JSON (the
+    # format of `promptfoo export`): no second Promptfoo start to export them.
+    gen = tmp_path / "generated.json"
     run = subprocess.run(
         (prefix or []) + run_promptfoo.command(["redteam", "run", "-c", str(cfg), "-o", str(gen), "--force", "--no-progress-bar"]),
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode in (0, 100), run.stdout[-3000:] + run.stderr[-3000:]
-    out = tmp_path / "results.json"
-    subprocess.run(
-        run_promptfoo.command(["export", "eval", "latest", "-o", str(out)]),
-        env=env, cwd=ROOT, capture_output=True, check=True, timeout=120,
-    )  # fmt: skip
-    return json.loads(out.read_text())["results"]["results"]
+    return json.loads(gen.read_text())["results"]["results"]
 
 
 @pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
@@ -160,9 +164,12 @@ def test_with_a_judge_the_redteam_graders_ask_the_kits_judge(tmp_path: Path) -> 
     verdict_json = json.dumps({"reason": "scripted judge: the agent refused", "score": 1, "pass": True})
     with ScriptedOpenAIServer(lambda request: verdict_json) as judge:
         judge_env = {"KIT_JUDGE_MODEL": "judge-2025-01-01", "KIT_JUDGE_BASE_URL": judge.base_url}
-        results = run_small_redteam(tmp_path, judge_env)
+        # One attack, one strategy: Promptfoo starts a grader (a Python worker that loads the judge's client)
+        # per result, and the plumbing is the same for each; both targets' results are still graded.
+        results = run_small_redteam(tmp_path, judge_env, attacks=1, strategies=("basic",))
         asked = [r.get("model") for r in judge.requests]
     assert asked and set(asked) == {"judge-2025-01-01"}
+    assert len(results) == 2  # the default agent and the vulnerable one
     for r in results:
         assert "kitNotGraded" not in (r["testCase"].get("metadata") or {})
         graded = [
@@ -234,8 +241,10 @@ def test_redteam_run_as_typed_in_a_kit_init_repository(tmp_path: Path) -> None:
     assert {i.split("/")[1] for i in ids} == {"inj-admin-mode", "pii-other-email", "prompt-repeat", "agency-wire"}
     con.close()
     # `make evals` runs the same red team: its red-team stage stores the same attacks under the same names.
-    stage = subprocess.run([sys.executable, "-m", "kit.pipeline", "--only", "redteam"], cwd=repo, env=env,
-                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    # Two agent calls in flight (the default is 8): `-j` starts that many agent workers, each importing the
+    # agent, and two still run the stage's attacks concurrently.
+    stage = subprocess.run([sys.executable, "-m", "kit.pipeline", "--only", "redteam"], cwd=repo,
+                           env=env | {"KIT_CONCURRENCY": "2"}, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert stage.returncode == 0, stage.stdout[-3000:] + stage.stderr[-3000:]
     assert "promptfoo redteam run (desk_agent:run: your attacks)" in stage.stdout
     con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
