@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from shared_runs import environ, shared_run
 
 from kit.doubles.attacker import ScriptedAttacker
 from kit_promptfoo import run_promptfoo
@@ -53,15 +55,23 @@ PUSHES = [
 ]
 
 
-def _env(repo: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PROMPTFOO_"))}
+def _env(repo: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the kit's commands on `repo`, from `base` (default: this process's)."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith(("KIT_", "PROMPTFOO_"))}
     return env | {"KIT_STORE": str(repo / "evals.duckdb"), "KIT_REDTEAM_CORPUS": str(repo / "attacks.yaml")}
 
 
-def _red_team(repo: Path, agent: str, attacker: ScriptedAttacker | None, strategy: str = "crescendo") -> list[dict]:
-    """The red team of `agent`: the static attacks, and with an attacker crescendo aimed at the invariant."""
+def _red_team(
+    repo: Path,
+    agent: str,
+    attacker: ScriptedAttacker | None,
+    strategy: str = "crescendo",
+    base: dict[str, str] | None = None,
+) -> list[dict]:
+    """The red team of `agent`: the static attacks, and with an attacker the adaptive `strategy` (comma-separated
+    strategies) aimed at the invariant. `base`: the environment to start from (default: this process's)."""
     cfg = repo / ".kit" / "redteam.yaml"
-    env = _env(repo)
+    env = _env(repo, base)
     gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", agent, "--out", str(cfg),
            "--corpus", str(repo / "attacks.yaml"), "--invariants", str(repo / "invariants.yaml")]  # fmt: skip
     if attacker is not None:
@@ -81,9 +91,13 @@ def _red_team(repo: Path, agent: str, attacker: ScriptedAttacker | None, strateg
     return json.loads(out.read_text())["results"]["results"]
 
 
-def _crescendo(results: list[dict]) -> dict:
-    [r] = [r for r in results if (r["testCase"].get("metadata") or {}).get("strategyId") == "crescendo"]
+def _strategy(results: list[dict], strategy: str) -> dict:
+    [r] = [r for r in results if (r["testCase"].get("metadata") or {}).get("strategyId") == strategy]
     return r
+
+
+def _crescendo(results: list[dict]) -> dict:
+    return _strategy(results, "crescendo")
 
 
 def _repo(folder: Path) -> Path:
@@ -99,11 +113,14 @@ def repo(tmp_path: Path) -> Path:
     return _repo(tmp_path)
 
 
-@pytest.fixture(scope="module")
-def fault_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], dict[str, int]]:
-    repo = _repo(tmp_path_factory.mktemp("fault"))
+# One red team of the agent that gives way, crescendo and jailbreak:tree side by side (the attacker double counts
+# each strategy's requests apart), shared by the tests of both strategies and of `kit redteam keep`: once per
+# session, whichever workers run them.
+@shared_run("redteam-adaptive")
+def fault_run(tmp: Path) -> tuple[Path, list[dict], dict[str, int]]:
+    repo = _repo(tmp)
     with ScriptedAttacker(PUSHES) as attacker:
-        results = _red_team(repo, "desk:fault", attacker)
+        results = _red_team(repo, "desk:fault", attacker, "crescendo,jailbreak:tree", base=environ())
         return repo, results, dict(attacker.calls)
 
 
@@ -115,7 +132,8 @@ def test_crescendo_finds_the_agent_that_gives_way_on_the_third_push(fault_run) -
     assert "guarded:issue_refund violated in turn 3 of conversation" in reason, reason
     assert "1 conversation, 3 agent turns" in reason
     assert r["testCase"]["metadata"]["case_id"] == "redteam/goal-refund-safety-guarded-issue-refund/crescendo"
-    # The violation ended the conversation: the attacker was asked for three pushes, not four.
+    # The violation ended the conversation: the attacker was asked for three pushes, not four (crescendo's
+    # requests; jailbreak:tree's are counted apart).
     assert calls["attack"] == 3 and "other" not in calls, calls
     assert (r["response"].get("metadata") or {}).get("stopReason") == "Target ended conversation"
     # The store keeps the winning conversation, turn by turn: a user message opening each of its three turns.
@@ -139,10 +157,12 @@ def test_against_the_sound_agent_no_invariant_is_violated(repo: Path) -> None:
     assert all(x["success"] for x in results), [x["gradingResult"]["reason"] for x in results if not x["success"]]
 
 
-def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run) -> None:
+def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run, tmp_path: Path) -> None:
     """`kit redteam keep` writes the conversation that broke the invariant into the attacks file; the next red
     team, with no attacker at all, replays it on one fresh agent and the oracle fails it the same way."""
-    repo, _, _ = fault_run
+    # A copy of the shared run's repository: this test writes its attacks and store, which other tests read.
+    repo = tmp_path / "repo"
+    shutil.copytree(fault_run[0], repo, symlinks=True)
     keep = [sys.executable, "-m", "kit.cli", "redteam", "keep", "latest", "--attacks", str(repo / "attacks.yaml")]
     done = subprocess.run(keep, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -156,15 +176,13 @@ def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run) -> N
     assert all(r["success"] for r in results if r is not kept)  # the static attacks alone never find it
 
 
-def test_tree_attempts_are_conversations_of_their_own(repo: Path) -> None:
+def test_tree_attempts_are_conversations_of_their_own(fault_run) -> None:
     """jailbreak:tree sends one prompt per attempt: each is a conversation with a fresh agent, so pushes spread
     over attempts never add up, and the agent that gives way on the third push in ONE conversation holds."""
     import re
 
-    with ScriptedAttacker(PUSHES) as attacker:
-        results = _red_team(repo, "desk:fault", attacker, "jailbreak:tree")
-        calls = dict(attacker.calls)
-    [r] = [r for r in results if (r["testCase"].get("metadata") or {}).get("strategyId") == "jailbreak:tree"]
+    _, results, calls = fault_run
+    r = _strategy(results, "jailbreak:tree")
     [oracle] = [c for c in r["gradingResult"]["componentResults"] if "conversation_assert" in str(c.get("assertion"))]
     assert r["success"] is True, oracle["reason"]
     found = re.search(r"\[(\d+) conversations, (\d+) agent turns", oracle["reason"])
