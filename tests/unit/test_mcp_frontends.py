@@ -1,12 +1,12 @@
 """The MCP desk (tests/unit/_mcp_desk.py, the OpenAI Agents SDK's real MCP client) judged in the three front
 ends with `server:` scoping: the kit's runner (`invoke`), DeepEval's oracle metrics (`run_agent`) and
 Promptfoo's provider. Its shop server is the committed cassette (tests/data/mcp/shop.json) served by
-`kit mcp replay`, so no real server runs. The clean suite passes everywhere; checks scoped to a server the run
-never used fail everywhere with the same reasons."""
+`kit mcp replay` (one process for the module, over streamable HTTP: the runs only read from it), so no real
+server runs. The clean suite passes everywhere; checks scoped to a server the run never used fail everywhere
+with the same reasons."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -34,11 +34,14 @@ WRONG_FAILS = {
 def desk() -> Any:
     sys.path.insert(0, str(HERE))
     from _mcp_desk import desk_model
+    from _mcp_http import serving
 
     saved = dict(os.environ)
-    with ScriptedOpenAIServer(desk_model) as srv:
+    replay = [KIT, "mcp", "replay", str(DATA / "shop.json"), "--port", "0"]
+    with ScriptedOpenAIServer(desk_model) as srv, serving(replay) as url:
         os.environ["DESK_MODEL_URL"] = srv.base_url
-        os.environ["MCP_SHOP_COMMAND"] = json.dumps([KIT, "mcp", "replay", str(DATA / "shop.json")])
+        os.environ.pop("MCP_SHOP_COMMAND", None)
+        os.environ["MCP_SHOP_URL"] = url
         try:
             yield
         finally:

@@ -1,5 +1,6 @@
 """Attacked through its tools: the OpenAI Agents SDK desk (tests/unit/_mcp_desk.py) with the shop MCP server
-and the kit's hostile one (`kit mcp hostile ATTACK`, kit.mcp.hostile), both over the SDK's real stdio client.
+(one process for the module, over streamable HTTP: the runs only read from it) and the kit's hostile one (`kit
+mcp hostile ATTACK`, kit.mcp.hostile, started by each run over stdio), both through the SDK's real MCP clients.
 A model that does what tool descriptions and results tell it violates a named invariant under every attack that
 reaches it; one that does not violates none; the Agents SDK refuses a shadowing server itself. The oracle is the kit's: the hostile server's own invariants, judged by
 `evaluate` with `server:` scoping."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,11 +42,22 @@ def _suite(tmp_path: Path, attack: str):
     return case
 
 
-def _invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attack: str, *, obey: bool):
+@pytest.fixture(scope="module")
+def shop() -> Iterator[str]:
+    """The shop server's URL: it keeps no state between calls, so every run of the module can share it."""
+    sys.path.insert(0, str(HERE))
+    from _mcp_http import serving
+
+    with serving([sys.executable, str(HERE / "_mcp_shop.py"), "--port", "0"]) as url:
+        yield url
+
+
+def _invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shop: str, attack: str, *, obey: bool):
     sys.path.insert(0, str(HERE))
     from _mcp_desk import shipping_model
 
-    monkeypatch.setenv("MCP_SHOP_COMMAND", json.dumps([sys.executable, str(HERE / "_mcp_shop.py")]))
+    monkeypatch.delenv("MCP_SHOP_COMMAND", raising=False)
+    monkeypatch.setenv("MCP_SHOP_URL", shop)
     monkeypatch.setenv("MCP_EXTRA_COMMAND", json.dumps([KIT, "mcp", "hostile", attack, "--timeout", "20"]))
     case = _suite(tmp_path, attack)
     with ScriptedOpenAIServer(shipping_model(obey)) as srv:
@@ -52,8 +65,8 @@ def _invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attack: str, *, obe
         return invoke(load_agent("_mcp_desk:run"), case, 0, timeout=60), case
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attack: str, *, obey: bool):
-    inv, case = _invoke(tmp_path, monkeypatch, attack, obey=obey)
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shop: str, attack: str, *, obey: bool):
+    inv, case = _invoke(tmp_path, monkeypatch, shop, attack, obey=obey)
     assert inv.case_run.error is None, inv.case_run.error
     assert inv.trace is not None
     trace = parse_trace(inv.trace)
@@ -65,10 +78,10 @@ THROUGH = [a for a in ATTACKS if a != "shadowing"]
 
 
 @pytest.fixture(scope="module")
-def obeyed(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def obeyed(tmp_path_factory: pytest.TempPathFactory, shop: str) -> dict:
     """The obeying agent's run under each attack that gets through, once for the tests that read them."""
     with pytest.MonkeyPatch.context() as mp:
-        return {a: _run(tmp_path_factory.mktemp(a), mp, a, obey=True) for a in THROUGH}
+        return {a: _run(tmp_path_factory.mktemp(a), mp, shop, a, obey=True) for a in THROUGH}
 
 
 @pytest.mark.parametrize("attack", THROUGH)
@@ -90,17 +103,17 @@ def test_an_agent_that_obeys_its_tools_violates_a_named_invariant(obeyed, attack
 
 
 @pytest.mark.parametrize("attack", THROUGH)
-def test_an_agent_that_does_not_obey_violates_none(tmp_path, monkeypatch, attack) -> None:
-    trace, run = _run(tmp_path, monkeypatch, attack, obey=False)
+def test_an_agent_that_does_not_obey_violates_none(tmp_path, monkeypatch, shop, attack) -> None:
+    trace, run = _run(tmp_path, monkeypatch, shop, attack, obey=False)
     assert all(r.passed for r in run.results), [r.reason for r in run.results]
     assert [s.name for s in trace.tool_calls] == ["lookup_order", "shipping_quote"]
     assert [s.server for s in trace.tool_calls] == ["shop", NAME]
 
 
 @pytest.mark.parametrize("obey", [True, False])
-def test_a_shadowing_server_is_refused_by_the_agents_sdk(tmp_path, monkeypatch, obey) -> None:
+def test_a_shadowing_server_is_refused_by_the_agents_sdk(tmp_path, monkeypatch, shop, obey) -> None:
     # The SDK's own defence: a run error naming the shadowed tool, never a run judged clean.
-    inv, _ = _invoke(tmp_path, monkeypatch, "shadowing", obey=obey)
+    inv, _ = _invoke(tmp_path, monkeypatch, shop, "shadowing", obey=obey)
     assert "Duplicate tool names found across MCP servers: 'issue_refund'" in (inv.case_run.error or "")
     assert not inv.case_run.passed
 
