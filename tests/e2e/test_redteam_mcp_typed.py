@@ -1,6 +1,7 @@
 """`npx promptfoo redteam run`, typed as is in a `kit init` repository whose agent (the Agents SDK desk) reaches
 its shop through `kit mcp serve shop`: the root config carries the kit's MCP plugin, each attack goes through
-the agent's own server, the oracle names the broken invariant, and the store records the plugin."""
+the agent's own server, the oracle names the broken invariant, and the store records the plugin. Each call's
+`kit mcp serve shop` passes through (live) to the one shop server of the test, reached over streamable HTTP."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +23,24 @@ KIT = str(Path(sys.executable).with_name("kit"))
 pytestmark = pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
 
 
-def test_the_mcp_attacks_run_through_the_agents_own_server(tmp_path: Path) -> None:
+@pytest.fixture
+def shop() -> Iterator[str]:
+    """The shop server's URL: it keeps no state, so the calls share one process instead of each starting its own."""
+    sys.path.insert(0, str(UNIT))
+    from _mcp_http import serving
+
+    with serving([sys.executable, str(UNIT / "_mcp_shop.py"), "--port", "0"]) as url:
+        yield url
+
+
+def test_the_mcp_attacks_run_through_the_agents_own_server(tmp_path: Path, shop: str) -> None:
     sys.path.insert(0, str(UNIT))
     from _mcp_desk import shipping_model
 
     repo = tmp_path
-    shop = json.dumps([sys.executable, str(UNIT / "_mcp_shop.py")])
     (repo / "pyproject.toml").write_text(
         '[tool.kit]\nagent = "_mcp_desk:run"\ncases = "evals/cases.yaml"\n'
-        f'[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\ncommand = {shop}\n'
+        f'[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\nurl = {json.dumps(shop)}\n'
     )
     (repo / "redteam").mkdir()
     (repo / "redteam/attacks.yaml").write_text("attacks:\n  - {id: hi, category: injection-user, text: Hello.}\n")
