@@ -36,6 +36,11 @@ PROMPTFOO_EVAL = ("eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--
 # also writes the whole eval's results over that file as YAML when it ends (seconds, for nothing).
 PROMPTFOO_REDTEAM = ("redteam", "run", "-c", "redteam/promptfooconfig.yaml", "--force")
 
+# The red team's Promptfoo expands no `{{env.X}}`. Its configs are the kit's and template no variable, while an
+# attack's text is data: expanded, a `{{env.OPENAI_API_KEY}}` in an attack would reach the agent (and the store)
+# as the key itself. It also spares Promptfoo a copy of the whole environment for every string of the config.
+NO_ENV_TEMPLATES = {"PROMPTFOO_DISABLE_TEMPLATE_ENV_VARS": "true"}
+
 OUT = Path(".kit")  # where the summary, reports and logs go; Promptfoo's configs and results under promptfoo/
 
 
@@ -241,7 +246,7 @@ def redteam_stage(plan: Plan, work: Path) -> Stage:
         Step(
             "promptfoo redteam run",
             (*_launcher(), *run, "--no-progress-bar"),
-            env={**plan.env(), "KIT_PROMPTFOO_RESULTS": out_json},
+            env={**plan.env(), "KIT_PROMPTFOO_RESULTS": out_json, **NO_ENV_TEMPLATES},
             ok=frozenset({0, 100}),
         ),
         store_promptfoo(plan, out_json),
