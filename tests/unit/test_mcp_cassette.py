@@ -10,12 +10,13 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, stdio_client
 
 from kit.errors import KitInputError
 from kit.mcp.cassette import CassetteMiss, McpCassette, tool_differences
@@ -44,6 +45,16 @@ def _kit(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> 
     return subprocess.run(
         [KIT, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
     )
+
+
+@pytest.fixture(scope="module")
+def shop_url() -> Iterator[str]:
+    """The shop over streamable HTTP, for the tests that only read from it: one process, not one per recorder."""
+    sys.path.insert(0, str(HERE))
+    from _mcp_http import serving
+
+    with serving([*SHOP, "--port", "0"]) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +111,7 @@ def test_replay_over_streamable_http(cassette: Path) -> None:
         proc.wait(10)
 
 
-def test_another_server_version_names_the_tools_that_differ(cassette: Path, tmp_path: Path) -> None:
+def test_another_server_version_names_the_tools_that_differ(cassette: Path, shop_url: str, tmp_path: Path) -> None:
     v2 = {"SHOP_VERSION": "2"}
     out = _kit("mcp", "verify", str(cassette), "--", *SHOP, env=v2)
     assert out.returncode == 1, out.stderr
@@ -108,20 +119,22 @@ def test_another_server_version_names_the_tools_that_differ(cassette: Path, tmp_
         f"{cassette}: tool cancel_order is new",
         f"{cassette}: tool lookup_order: description changed",
     ]
-    assert _kit("mcp", "verify", str(cassette), "--", *SHOP).returncode == 0
+    assert _kit("mcp", "verify", "--url", shop_url, str(cassette)).returncode == 0  # the same version
 
     copy = tmp_path / "shop.json"
     copy.write_text(cassette.read_text())
-    proxy = StdioServerParameters(
-        command=KIT, args=["mcp", "record", "--out", str(copy), "--", *SHOP], env={**os.environ, **v2}
-    )
-    with pytest.raises(Exception):  # noqa: B017 - the proxy exits before the handshake: the SDK says connection closed
-        _talk(proxy, [])
-    recorded = _kit("mcp", "record", "--out", str(copy), "--timeout", "20", "--", *SHOP, env=v2)
-    assert recorded.returncode == 2
+    # One recorder, seen by the SDK's client and by its exit: sh writes kit's exit code after kit's own stderr.
+    argv = [KIT, "mcp", "record", "--out", str(copy), "--timeout", "20", "--", *SHOP]
+    told = '"$@"; echo "exit $?" >&2'
+    proxy = StdioServerParameters(command="sh", args=["-c", told, "sh", *argv], env={**os.environ, **v2})
+    # The proxy exits before the handshake: the SDK says connection closed.
+    with (tmp_path / "stderr").open("w") as errlog, pytest.raises(Exception):  # noqa: B017
+        _talk(stdio_client(proxy, errlog=errlog), [])
+    stderr = (tmp_path / "stderr").read_text()
+    assert stderr.splitlines()[-1] == "exit 2", stderr
     assert (
         "recorded from another version of the server (tool cancel_order is new; tool lookup_order: description changed)"
-        in recorded.stderr
+        in stderr
     )
 
 
@@ -215,10 +228,10 @@ def test_a_rug_pull_is_told_while_recording(tmp_path: Path) -> None:
     )
 
 
-def test_sessions_recording_at_once_all_land_in_the_cassette(tmp_path: Path) -> None:
+def test_sessions_recording_at_once_all_land_in_the_cassette(tmp_path: Path, shop_url: str) -> None:
     """One session per agent run: four recorders at once merge into one file under its folder's lock."""
     out = tmp_path / "shop.json"
-    proxy = StdioServerParameters(command=KIT, args=["mcp", "record", "--out", str(out), "--", *SHOP])
+    proxy = StdioServerParameters(command=KIT, args=["mcp", "record", "--out", str(out), "--url", shop_url])
 
     async def session(order: str) -> None:
         async with Client(proxy, read_timeout_seconds=30) as client:
