@@ -132,23 +132,9 @@ class Plan:
         return judge_config(self.settings)
 
     @property
-    def _kit_checkout(self) -> bool:
-        """The project is the kit's own checkout, whose redteam/attacks.yaml is the reference agent's shop
-        attacks; in a repository `kit init` set up, redteam/attacks.yaml is the user's own."""
-        try:
-            return generic_corpus().resolve().is_relative_to(project_root(self.settings).resolve())
-        except KitInputError:
-            return False
-
-    @property
     def redteam_corpus(self) -> Path:
-        """The attacks the red team runs: the settings' corpus (relative to the project), else, for an agent
-        other than the reference one (whose shop attacks are the default) or `corpus = "generic"`, the kit's
-        generic attacks for any tool-using agent."""
-        corpus = self.settings.redteam.corpus
-        if str(corpus) == GENERIC or (corpus == DEFAULT_CORPUS and not self.reference and self._kit_checkout):
-            return generic_corpus()
-        return corpus if corpus.is_absolute() else project_root(self.settings) / corpus
+        """The attacks the red team runs (`redteam_corpus` over these settings)."""
+        return redteam_corpus(self.settings)
 
     @property
     def model(self) -> str | None:
@@ -410,6 +396,26 @@ def generic_corpus() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise KitInputError("the generic red-team corpus needs the kit's Promptfoo adapter (kit_promptfoo)")
     return Path(next(iter(spec.submodule_search_locations))) / "redteam" / GENERIC / "attacks.yaml"
+
+
+def redteam_corpus(settings: Settings) -> Path:
+    """The attacks the red team runs: the settings' corpus (relative to the project), else, for an agent other
+    than the reference one (whose shop attacks are the default) or `corpus = "generic"`, the kit's generic
+    attacks for any tool-using agent. The settings decide it, so the red team's hooks read it without loading
+    the agent (a user's agent may import a whole SDK)."""
+    corpus = settings.redteam.corpus
+    if str(corpus) == GENERIC or (corpus == DEFAULT_CORPUS and settings.agent and _kit_checkout(settings)):
+        return generic_corpus()
+    return corpus if corpus.is_absolute() else project_root(settings) / corpus
+
+
+def _kit_checkout(settings: Settings) -> bool:
+    """The project is the kit's own checkout, whose redteam/attacks.yaml is the reference agent's shop attacks;
+    in a repository `kit init` set up, redteam/attacks.yaml is the user's own."""
+    try:
+        return generic_corpus().resolve().is_relative_to(project_root(settings).resolve())
+    except KitInputError:
+        return False
 
 
 def suite_invariants(settings: Settings, cases: str | Path | None = None) -> Path | None:

@@ -61,9 +61,10 @@ def _messages(prompt: str) -> list[dict[str, Any]]:
 
 def _ask_judge(prompt: str) -> dict[str, Any] | None:
     """The kit's judge's answer to a grader's request, or None when the plan has no judge."""
-    from kit.plan import current_plan
+    from kit.judge import judge_config
+    from kit.plan import current_settings
 
-    cfg = current_plan().judge
+    cfg = judge_config(current_settings())  # the plan's judge; the agent is not loaded for it
     if cfg is None:
         return None
     if cfg.provider not in ("openai-compatible", "openai"):

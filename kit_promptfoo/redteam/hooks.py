@@ -35,11 +35,13 @@ PREFIX = "promptfoo:redteam:"
 
 
 def judge_configured() -> bool:
-    """The plan has a judge (kit.plan: `plan.judge`, from the document `make evals` hands over, else the
-    settings), never a second reading of the judge's variables here."""
-    from kit.plan import current_plan
+    """The plan has a judge (kit.judge.judge_config over the plan's settings: the document `make evals` hands
+    over, else the settings), never a second reading of the judge's variables here, and never loading the
+    agent (the hook needs none)."""
+    from kit.judge import judge_config
+    from kit.plan import current_settings
 
-    return current_plan().judge is not None
+    return judge_config(current_settings()) is not None
 
 
 def strip_graders(test: dict[str, Any]) -> dict[str, Any]:
