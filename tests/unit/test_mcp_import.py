@@ -1,13 +1,15 @@
 """MCP tool calls in the trace, from what the agent exports and what it returns: real spans of the OpenAI
 Agents SDK desk using the shop MCP server (scripts/mcp_exports.py: OpenInference's Agents SDK and MCP
 instrumentations, and the `mcp` SDK's own spans from the agent's process and the server's), OpenLLMetry's MCP
-span shape, and the Agents SDK's RunResult run live against the model double."""
+span shape, and the Agents SDK's RunResult run live against the model double (its shop server one process for
+the module, over streamable HTTP: the runs only read from it)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +103,21 @@ def test_openllmetry_mcp_tool_spans(tmp_path: Path) -> None:
     assert [(s["name"], s["input"], s["output"], s.get("server")) for s in tools(t)] == [(*CALLS[0], "shop")]
 
 
-def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def shop() -> Iterator[str]:
+    sys.path.insert(0, str(HERE))
+    from _mcp_http import serving
+
+    with serving([sys.executable, str(HERE / "_mcp_shop.py"), "--port", "0"]) as url:
+        yield url
+
+
+def _live_shop(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.delenv("MCP_SHOP_COMMAND", raising=False)
+    monkeypatch.setenv("MCP_SHOP_URL", url)
+
+
+def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch, shop: str) -> None:
     from kit.doubles.openai_server import ScriptedOpenAIServer
     from kit.runner.frameworks import trace_dict
 
@@ -109,7 +125,7 @@ def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch) -> 
     import _mcp_desk
     from _mcp_desk import desk_model
 
-    monkeypatch.setenv("MCP_SHOP_COMMAND", json.dumps([sys.executable, str(HERE / "_mcp_shop.py")]))
+    _live_shop(monkeypatch, shop)
     with ScriptedOpenAIServer(desk_model) as srv:
         monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
         result = _mcp_desk.run("Please refund order ORD-7.")
@@ -118,7 +134,7 @@ def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch) -> 
     assert os.environ.get("MCP_EXTRA_COMMAND") is None
 
 
-def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch, shop: str) -> None:
     """The refund case of the desk's suite (server-scoped checks) judged on the live run and on its export."""
     from kit.case import load_suite
     from kit.doubles.openai_server import ScriptedOpenAIServer
@@ -131,7 +147,7 @@ def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch)
 
     suite = load_suite(DATA / "desk_cases.yaml")
     [case] = [c for c in suite.cases if c.id == "refund"]
-    monkeypatch.setenv("MCP_SHOP_COMMAND", json.dumps([sys.executable, str(HERE / "_mcp_shop.py")]))
+    _live_shop(monkeypatch, shop)
     with ScriptedOpenAIServer(desk_model) as srv:
         monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
         live = invoke(load_agent("_mcp_desk:run"), case, 0, timeout=60).case_run
