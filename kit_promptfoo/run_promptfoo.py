@@ -52,11 +52,11 @@ def unnamed_agents(args: Sequence[str], root: Path = ROOT) -> list[str]:
     import yaml
 
     from kit.errors import KitInputError
-    from kit.plan import current_plan
+    from kit.plan import current_settings
     from kit.yamlio import safe_load
 
     try:
-        if current_plan().settings.agent:
+        if current_settings().agent:  # named: the settings say so, without importing it
             return []
     except KitInputError:
         return []  # the provider says what is wrong with the settings, per test
@@ -85,8 +85,11 @@ def plan_env() -> dict[str, str]:
     this launch was handed (`make evals`), else this launch's own (kit.plan.current_plan), as KIT_PLAN. With
     settings that do not load, none: the provider names what is wrong, per test."""
     from kit.errors import KitInputError
-    from kit.plan import current_plan
+    from kit.plan import PLAN_ENV, current_plan
 
+    handed = os.environ.get(PLAN_ENV, "").strip()
+    if handed:  # it travels on as is (its settings' variables beside it already): the agent is not loaded for it
+        return {PLAN_ENV: handed}
     try:
         return current_plan().env()
     except KitInputError:
