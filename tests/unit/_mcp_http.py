@@ -21,10 +21,10 @@ LISTENING = re.compile(r"http://127\.0\.0\.1:(\d+)")
 
 
 @contextmanager
-def serving(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60) -> Iterator[str]:
+def serving(argv: list[str], timeout: float = 60) -> Iterator[str]:
     """The server `argv` (listening on 127.0.0.1, any port) until the block ends: its MCP URL."""
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     said: list[str] = []
     port: list[str] = []
