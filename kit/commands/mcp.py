@@ -55,12 +55,15 @@ def _serving_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # Whether the SDK is there, without importing it (most of a second): a bad cassette or setting is told at once.
+    import importlib.util
+
     try:
-        import mcp  # noqa: F401
+        found = importlib.util.find_spec("mcp") is not None
     except ImportError:
-        raise KitInputError(
-            "kit mcp needs the MCP SDK, which is not installed: pip install 'agent-eval-kit[mcp]'"
-        ) from None
+        found = False
+    if not found:
+        raise KitInputError("kit mcp needs the MCP SDK, which is not installed: pip install 'agent-eval-kit[mcp]'")
     import anyio
 
     from kit.settings import load_settings
@@ -108,6 +111,11 @@ def _first_input_error(group: BaseExceptionGroup[Any]) -> KitInputError | None:
 
 def _target(args: argparse.Namespace) -> list[str] | str:
     command = list(args.server or [])
+    # The command takes every word after the positionals, so `verify C.json --url U` hands `--url U` to it.
+    if command[:1] == ["--url"] and len(command) >= 2 and not args.url:
+        args.url, command = command[1], command[2:]
+    elif command[:1] and command[0].startswith("--url=") and not args.url:
+        args.url, command = command[0].removeprefix("--url="), command[1:]
     if command[:1] == ["--"]:
         command = command[1:]
     if args.url and command:
@@ -144,9 +152,11 @@ async def _record(target: list[str] | str, out: Path, timeout: float, port: int 
 
 async def _replay(path: Path, port: int | None, attack: str | None = None) -> int:
     from kit.mcp.cassette import McpCassette
+
+    cassette = McpCassette.load(path)  # before the SDK's server is imported: a bad cassette is told at once
     from kit.mcp.replay import Replayer
 
-    return await _serve(Replayer(McpCassette.load(path)), port, "replay", attack)
+    return await _serve(Replayer(cassette), port, "replay", attack)
 
 
 async def _verify(path: Path, target: list[str] | str, timeout: float) -> int:

@@ -120,6 +120,7 @@ def test_another_server_version_names_the_tools_that_differ(cassette: Path, shop
         f"{cassette}: tool lookup_order: description changed",
     ]
     assert _kit("mcp", "verify", "--url", shop_url, str(cassette)).returncode == 0  # the same version
+    assert _kit("mcp", "verify", str(cassette), "--url", shop_url).returncode == 0  # its option after the cassette
 
     copy = tmp_path / "shop.json"
     copy.write_text(cassette.read_text())
