@@ -21,10 +21,13 @@ packages:
 	@$(MAKE) -q $(STAMP) $(NPM_STAMP) 2>/dev/null || $(MAKE) --no-print-directory -j2 --output-sync=target $(STAMP) $(NPM_STAMP)
 	@$(PY) -m compileall -q kit kit_promptfoo deepeval_metrics providers redteam tests > /dev/null
 
+# pip byte-compiles what it installs on one core, most of its time; compileall does the same on every core (-j0)
+# once pip is done, while npm may still be installing beside it.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
+	$(PY) -m compileall -q -j0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" > /dev/null
 	touch $@
 
 test: packages
