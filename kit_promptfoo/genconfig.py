@@ -109,9 +109,9 @@ def suite_tests(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     invariants file, else the one beside the cases: what `kit run` and DeepEval use), and one test per case
     or file that does not load, whose provider call fails with the loading error (never left out)."""
     from kit.case import load_suite
-    from kit.plan import current_plan, suite_invariants
+    from kit.plan import current_settings, suite_invariants
 
-    suite = load_suite(path, suite_invariants(current_plan().settings, path))
+    suite = load_suite(path, suite_invariants(current_settings(), path))
     tests = [t for c in sorted(suite.cases, key=lambda c: (_rel(c.file), c.id)) for t in case_tests(c)]
     for error in suite.errors:
         # The provider reports the case file's loading error for this test (kit_promptfoo.kit_request).
@@ -145,10 +145,10 @@ def agent_provider(out: Path, agent: str | None, model: str | None) -> dict[str,
 def _fewer_workers(provider: dict[str, Any], tests: int) -> dict[str, Any]:
     """No more Python workers than tests: Promptfoo starts one per -j at once (~0.5 s of CPU each, importing
     the agent), and a suite of 3 tests keeps 3 busy at most. A larger suite keeps Promptfoo's -j."""
-    from kit.plan import current_plan
+    from kit.plan import current_settings
 
     config = provider.get("config") or {}
-    if "workers" in config or tests >= current_plan().settings.concurrency:
+    if "workers" in config or tests >= current_settings().concurrency:
         return provider
     return {**provider, "config": {**config, "workers": max(1, tests)}}
 
