@@ -220,8 +220,8 @@ def escape_surrogates(value: Any) -> Any:
 
 
 def _has_surrogate(value: Any) -> bool:
-    """Whether `value` holds a lone surrogate anywhere: one pass of the C encoder, where walking every string
-    of a red team's 10 MB file in Python costs half a second."""
+    """Whether `value` holds a lone surrogate anywhere: one pass of the C encoder (~0.13 s on a red team's 10 MB
+    file), where walking every string in Python takes ~0.23 s."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
