@@ -11,10 +11,8 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -49,12 +47,6 @@ def _passed(out: subprocess.CompletedProcess[str]) -> None:
     assert "2/2 cases passed every run" in out.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @needs_netns
 def test_recorded_over_stdio_then_replayed_offline_and_a_new_call_is_named(tmp_path: Path) -> None:
     cassette = tmp_path / "shop.json"
@@ -81,22 +73,12 @@ def test_recorded_over_stdio_then_replayed_offline_and_a_new_call_is_named(tmp_p
 
 @needs_netns
 def test_recorded_over_http_then_replayed_over_http_offline(tmp_path: Path) -> None:
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, str(UNIT / "_mcp_shop.py"), "--port", str(port)], stderr=subprocess.DEVNULL
-    )
-    try:
-        for _ in range(1000):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.01)
-        cassette = tmp_path / "shop.json"
-        url = f"http://127.0.0.1:{port}/mcp"
+    sys.path.insert(0, str(UNIT))
+    from _mcp_http import serving
+
+    cassette = tmp_path / "shop.json"
+    with serving([sys.executable, str(UNIT / "_mcp_shop.py"), "--port", "0"]) as url:
         _passed(_suite(tmp_path, [KIT, "mcp", "record", "--out", str(cassette), "--url", url]))
-    finally:
-        server.terminate()
-        server.wait(10)
     # The agent reaches the replay over streamable HTTP inside the namespace: the replay server is started
     # there, beside the suite, and the desk is pointed at its URL.
     script = (
