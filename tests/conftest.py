@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +26,15 @@ def _start_shared_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.
     runs.start(shared.needed(request.session.items))
     yield
     runs.join()
+
+
+@pytest.fixture(scope="module")
+def shop_url() -> Iterator[str]:
+    """The MCP shop (tests/unit/_mcp_shop.py, the real SDK) over streamable HTTP, for a module whose runs only
+    read from it: it keeps no state, so one process serves them all instead of a stdio server per run."""
+    unit = Path(__file__).resolve().parent / "unit"
+    sys.path.insert(0, str(unit))
+    from _mcp_http import serving
+
+    with serving([sys.executable, str(unit / "_mcp_shop.py"), "--port", "0"]) as url:
+        yield url

@@ -72,13 +72,9 @@ def test_recorded_over_stdio_then_replayed_offline_and_a_new_call_is_named(tmp_p
 
 
 @needs_netns
-def test_recorded_over_http_then_replayed_over_http_offline(tmp_path: Path) -> None:
-    sys.path.insert(0, str(UNIT))
-    from _mcp_http import serving
-
+def test_recorded_over_http_then_replayed_over_http_offline(tmp_path: Path, shop_url: str) -> None:
     cassette = tmp_path / "shop.json"
-    with serving([sys.executable, str(UNIT / "_mcp_shop.py"), "--port", "0"]) as url:
-        _passed(_suite(tmp_path, [KIT, "mcp", "record", "--out", str(cassette), "--url", url]))
+    _passed(_suite(tmp_path, [KIT, "mcp", "record", "--out", str(cassette), "--url", shop_url]))
     # The agent reaches the replay over streamable HTTP inside the namespace: the replay server is started
     # there, beside the suite, and the desk is pointed at its URL.
     script = (

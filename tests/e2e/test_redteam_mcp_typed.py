@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,24 +22,14 @@ KIT = str(Path(sys.executable).with_name("kit"))
 pytestmark = pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
 
 
-@pytest.fixture
-def shop() -> Iterator[str]:
-    """The shop server's URL: it keeps no state, so the calls share one process instead of each starting its own."""
-    sys.path.insert(0, str(UNIT))
-    from _mcp_http import serving
-
-    with serving([sys.executable, str(UNIT / "_mcp_shop.py"), "--port", "0"]) as url:
-        yield url
-
-
-def test_the_mcp_attacks_run_through_the_agents_own_server(tmp_path: Path, shop: str) -> None:
+def test_the_mcp_attacks_run_through_the_agents_own_server(tmp_path: Path, shop_url: str) -> None:
     sys.path.insert(0, str(UNIT))
     from _mcp_desk import shipping_model
 
     repo = tmp_path
     (repo / "pyproject.toml").write_text(
         '[tool.kit]\nagent = "_mcp_desk:run"\ncases = "evals/cases.yaml"\n'
-        f'[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\nurl = {json.dumps(shop)}\n'
+        f'[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\nurl = {json.dumps(shop_url)}\n'
     )
     (repo / "redteam").mkdir()
     (repo / "redteam/attacks.yaml").write_text("attacks:\n  - {id: hi, category: injection-user, text: Hello.}\n")

@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +44,6 @@ def _kit(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> 
     return subprocess.run(
         [KIT, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
     )
-
-
-@pytest.fixture(scope="module")
-def shop_url() -> Iterator[str]:
-    """The shop over streamable HTTP, for the tests that only read from it: one process, not one per recorder."""
-    sys.path.insert(0, str(HERE))
-    from _mcp_http import serving
-
-    with serving([*SHOP, "--port", "0"]) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

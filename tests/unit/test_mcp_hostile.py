@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,16 +41,6 @@ def _suite(tmp_path: Path, attack: str):
     return case
 
 
-@pytest.fixture(scope="module")
-def shop() -> Iterator[str]:
-    """The shop server's URL: it keeps no state between calls, so every run of the module can share it."""
-    sys.path.insert(0, str(HERE))
-    from _mcp_http import serving
-
-    with serving([sys.executable, str(HERE / "_mcp_shop.py"), "--port", "0"]) as url:
-        yield url
-
-
 def _invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shop: str, attack: str, *, obey: bool):
     sys.path.insert(0, str(HERE))
     from _mcp_desk import shipping_model
@@ -78,10 +67,10 @@ THROUGH = [a for a in ATTACKS if a != "shadowing"]
 
 
 @pytest.fixture(scope="module")
-def obeyed(tmp_path_factory: pytest.TempPathFactory, shop: str) -> dict:
+def obeyed(tmp_path_factory: pytest.TempPathFactory, shop_url: str) -> dict:
     """The obeying agent's run under each attack that gets through, once for the tests that read them."""
     with pytest.MonkeyPatch.context() as mp:
-        return {a: _run(tmp_path_factory.mktemp(a), mp, shop, a, obey=True) for a in THROUGH}
+        return {a: _run(tmp_path_factory.mktemp(a), mp, shop_url, a, obey=True) for a in THROUGH}
 
 
 @pytest.mark.parametrize("attack", THROUGH)
@@ -103,17 +92,17 @@ def test_an_agent_that_obeys_its_tools_violates_a_named_invariant(obeyed, attack
 
 
 @pytest.mark.parametrize("attack", THROUGH)
-def test_an_agent_that_does_not_obey_violates_none(tmp_path, monkeypatch, shop, attack) -> None:
-    trace, run = _run(tmp_path, monkeypatch, shop, attack, obey=False)
+def test_an_agent_that_does_not_obey_violates_none(tmp_path, monkeypatch, shop_url, attack) -> None:
+    trace, run = _run(tmp_path, monkeypatch, shop_url, attack, obey=False)
     assert all(r.passed for r in run.results), [r.reason for r in run.results]
     assert [s.name for s in trace.tool_calls] == ["lookup_order", "shipping_quote"]
     assert [s.server for s in trace.tool_calls] == ["shop", NAME]
 
 
 @pytest.mark.parametrize("obey", [True, False])
-def test_a_shadowing_server_is_refused_by_the_agents_sdk(tmp_path, monkeypatch, shop, obey) -> None:
+def test_a_shadowing_server_is_refused_by_the_agents_sdk(tmp_path, monkeypatch, shop_url, obey) -> None:
     # The SDK's own defence: a run error naming the shadowed tool, never a run judged clean.
-    inv, _ = _invoke(tmp_path, monkeypatch, shop, "shadowing", obey=obey)
+    inv, _ = _invoke(tmp_path, monkeypatch, shop_url, "shadowing", obey=obey)
     assert "Duplicate tool names found across MCP servers: 'issue_refund'" in (inv.case_run.error or "")
     assert not inv.case_run.passed
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,21 +102,12 @@ def test_openllmetry_mcp_tool_spans(tmp_path: Path) -> None:
     assert [(s["name"], s["input"], s["output"], s.get("server")) for s in tools(t)] == [(*CALLS[0], "shop")]
 
 
-@pytest.fixture(scope="module")
-def shop() -> Iterator[str]:
-    sys.path.insert(0, str(HERE))
-    from _mcp_http import serving
-
-    with serving([sys.executable, str(HERE / "_mcp_shop.py"), "--port", "0"]) as url:
-        yield url
-
-
 def _live_shop(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.delenv("MCP_SHOP_COMMAND", raising=False)
     monkeypatch.setenv("MCP_SHOP_URL", url)
 
 
-def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch, shop: str) -> None:
+def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch, shop_url: str) -> None:
     from kit.doubles.openai_server import ScriptedOpenAIServer
     from kit.runner.frameworks import trace_dict
 
@@ -125,7 +115,7 @@ def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch, sho
     import _mcp_desk
     from _mcp_desk import desk_model
 
-    _live_shop(monkeypatch, shop)
+    _live_shop(monkeypatch, shop_url)
     with ScriptedOpenAIServer(desk_model) as srv:
         monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
         result = _mcp_desk.run("Please refund order ORD-7.")
@@ -134,7 +124,7 @@ def test_agents_sdk_result_names_the_server(monkeypatch: pytest.MonkeyPatch, sho
     assert os.environ.get("MCP_EXTRA_COMMAND") is None
 
 
-def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch, shop: str) -> None:
+def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch, shop_url: str) -> None:
     """The refund case of the desk's suite (server-scoped checks) judged on the live run and on its export."""
     from kit.case import load_suite
     from kit.doubles.openai_server import ScriptedOpenAIServer
@@ -147,7 +137,7 @@ def test_the_export_gets_the_live_runs_verdicts(monkeypatch: pytest.MonkeyPatch,
 
     suite = load_suite(DATA / "desk_cases.yaml")
     [case] = [c for c in suite.cases if c.id == "refund"]
-    _live_shop(monkeypatch, shop)
+    _live_shop(monkeypatch, shop_url)
     with ScriptedOpenAIServer(desk_model) as srv:
         monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
         live = invoke(load_agent("_mcp_desk:run"), case, 0, timeout=60).case_run
