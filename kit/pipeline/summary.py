@@ -34,7 +34,8 @@ class Collected:
 
 def collect(con: Any, before: set[str]) -> Collected:
     runs = q.runs_since(con, before)
-    gated = [r["run_id"] for r in runs if not q.is_control(r)]
+    gated_runs = [r for r in runs if not q.is_control(r)]
+    gated = [r["run_id"] for r in gated_runs]
     return Collected(
         runs,
         q.gate_counts(con, gated),
@@ -44,7 +45,7 @@ def collect(con: Any, before: set[str]) -> Collected:
         soft_gate_calibrations(con, gated),
         q.judge_usage(con, [r["run_id"] for r in runs]),
         q.run_costs(con, [r["run_id"] for r in runs]),
-        rates(con, [r for r in runs if not q.is_control(r)]),
+        rates(con, gated_runs),
     )
 
 
