@@ -9,6 +9,10 @@ CPU time beside wall time): the trace's case alone in the cases folder, and the 
 case files (the others with other ids). Targets: kit check <= 100 ms on one case file, and <= 2x the
 harness with 1,000 case files. Both must give the same verdict. `--baseline REV` adds the kit as of a git
 revision to the same interleaved rounds (before and after in one run).
+
+Beside them, `floor`: a fresh interpreter that only imports what any `kit check` built on pydantic models
+must (pydantic's BaseModel, its plugin loader, which every model's validator imports, PyYAML's C loader,
+orjson) and judges nothing: what start-up costs before the kit's own code runs.
 """
 
 from __future__ import annotations
@@ -84,6 +88,13 @@ for path in sys.argv[2:]:
 print(json.dumps({"results": out}))
 """
 
+FLOOR = (
+    "import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+    "from pydantic import BaseModel\n"
+    "import pydantic.plugin._loader, yaml, orjson\n"
+    "print('{\"results\": []}')\n"
+)
+
 
 def workload(folder: Path, files: int) -> None:
     for name, n in (("one", 1), ("many", files)):
@@ -118,14 +129,15 @@ def main() -> int:
     args = ap.parse_args()
     kit = [sys.executable, "-m", "kit.cli", "check", "--json", "--cases"]
     harness = [sys.executable, "harness.py"]
-    tools = ["kit", "harness"] + (["baseline"] if args.baseline else [])
+    floor = [sys.executable, "-c", FLOOR]
+    tools = ["kit", "harness", "floor"] + (["baseline"] if args.baseline else [])
     wall: dict[tuple[str, str], list[float]] = {}
     cpu: dict[tuple[str, str], list[float]] = {}
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="kit-check-bench-") as tmp:
         folder = Path(tmp)
         workload(folder, args.files)
-        env: dict[str, dict[str, str]] = {"kit": {}, "harness": {}}
+        env: dict[str, dict[str, str]] = {"kit": {}, "harness": {}, "floor": {}}
         if args.baseline:
             root = Path(__file__).resolve().parent.parent
             (folder / "baseline").mkdir()
@@ -139,9 +151,12 @@ def main() -> int:
             for cases in ("one", "many"):
                 verdicts = {}
                 for tool in tools:
-                    cmd = [*(harness if tool == "harness" else kit), cases, "trace.json"]
+                    if tool == "floor" and cases == "many":
+                        continue
+                    cmd = floor if tool == "floor" else [*(harness if tool == "harness" else kit), cases, "trace.json"]
                     w, c, out = timed(cmd, folder, env[tool])
-                    verdicts[tool] = [(x["case_id"], x["passed"]) for x in json.loads(out)["results"]]
+                    if tool != "floor":
+                        verdicts[tool] = [(x["case_id"], x["passed"]) for x in json.loads(out)["results"]]
                     if r:
                         wall.setdefault((tool, cases), []).append(w)
                         cpu.setdefault((tool, cases), []).append(c)
@@ -166,6 +181,10 @@ def main() -> int:
             "harness_cpu_ms": round(hc),
             "cpu_ratio": round(kc / hc, 2),
         }
+        if cases == "one":
+            f, fc = med[("floor", cases)], medc[("floor", cases)]
+            print(f"{'  floor (imports only)':24}{f:>10.0f}{'':>12}{f / h:>8.2f}   {fc:.0f} ({fc / hc:.2f}x)")
+            figures[cases].update(floor_ms=round(f), floor_cpu_ms=round(fc))
         if args.baseline:
             b, bc = med[("baseline", cases)], medc[("baseline", cases)]
             print(f"{'  baseline ' + args.baseline:24}{b:>10.0f}{'':>12}{b / h:>8.2f}   {bc:.0f} ({bc / hc:.2f}x)")

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fractions import Fraction
 from math import comb, exp, lgamma, log, log1p, sqrt
 
 Z95 = 1.959963984540054  # the 97.5% quantile of the standard normal: a two-sided 95% interval
@@ -24,11 +23,12 @@ def _check_counts(passed: int, attempts: int) -> None:
 
 def _hypergeom_tail(x: int, total: int, successes: int, draws: int, *, lower: bool) -> float:
     """P(X <= x) (lower) or P(X >= x) for X ~ Hypergeometric(total, successes, draws), summed exactly in
-    integers and divided once: binomials of a few thousand attempts overflow a float long before this does."""
+    integers and divided once: binomials of a few thousand attempts overflow a float long before this does
+    (an int divided by an int is rounded once, correctly, however large both are)."""
     lo, hi = max(0, draws - (total - successes)), min(draws, successes)
     xs = range(lo, min(x, hi) + 1) if lower else range(max(x, lo), hi + 1)
     num = sum(comb(successes, i) * comb(total - successes, draws - i) for i in xs)
-    return float(Fraction(num, comb(total, draws)))
+    return num / comb(total, draws)
 
 
 def fisher_drop(passed_before: int, attempts_before: int, passed_after: int, attempts_after: int) -> float:
