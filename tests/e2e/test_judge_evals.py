@@ -2,7 +2,11 @@
 loopback only), KIT_JUDGE_BASE_URL / KIT_JUDGE_MODEL / KIT_JUDGE_API_KEY pointing at the scripted judge
 double on 127.0.0.1 (kit/doubles/judge.py, started inside the namespace). Both kinds of judged check are
 covered: DeepEval's G-Eval rubrics and Promptfoo's red-team graders (which ask the judge through
-redteam/grader.cjs)."""
+redteam/grader.cjs).
+
+Each run is in a copy of the repository whose red team runs its attacks under the basic strategy only: the
+other strategies re-encode the same attacks, each graded by the same plugin's grader, so they would only ask
+the judge more of the same (README's `make evals` runs them all, with no judge)."""
 
 from __future__ import annotations
 
@@ -27,26 +31,34 @@ pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="needs unshare -n (a Linux network namespace) to run make evals offline"
 )
 ROOT = Path(__file__).resolve().parents[2]
-# A few golden cases for the failing judges (whose red team is cut short too: _small_red_team).
+# A few golden cases for the failing judges (whose red team is cut short too: _judged_repo).
 SMALL = ROOT / "golden" / "cases" / "orders.yaml"
 
 
 def _evals(
-    tmp: Path, mode: str, cases: Path | None = None, repo: Path = ROOT
+    tmp: Path, mode: str, repo: Path, cases: Path | None = None, only: str | None = None
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`make evals` in `repo` with the judge double in `mode`; `only`: the stages to run (KIT_MAKE_ONLY, as the
+    Makefile's one-stage targets set it), lint first all the same."""
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.fail("this test needs unshare and ip (util-linux, iproute2) to run offline")
     store = tmp / "store.duckdb"
     make = ["make", "--no-print-directory", "evals", f"EVALS_OUT={tmp / 'out'}"]
     make += [f"CASES={cases}"] if cases else []
     double = [sys.executable, "-m", "kit.doubles.judge", mode, "--calls", str(tmp / "calls.jsonl"), "--", *make]
-    env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "VIRTUAL_ENV"))}
+    env = _env()
     env["KIT_STORE"] = str(store)
+    if only:
+        env["KIT_MAKE_ONLY"] = only
     script = f"ip link set lo up && exec {shlex.join(double)}"
     proc = subprocess.run(
         ["unshare", "-n", "sh", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=3600
     )
     return proc, store
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in environ().items() if not k.startswith(("KIT_", "VIRTUAL_ENV"))}
 
 
 def _rows(store: Path, sql: str) -> list[dict[str, Any]]:
@@ -74,35 +86,42 @@ def _calls(tmp: Path) -> Counter[str]:
     return Counter(json.loads(line)["kind"] for line in lines)
 
 
-def _small_red_team(repo: Path) -> None:
-    """The copy's red team cut to its first two plugins, unmangled: a team's smaller red team, whose graders
-    still ask the judge (the checkout's whole red team is graded by the good judge)."""
+def _judged_repo(tmp: Path, plugins: int | None = None) -> Path:
+    """A copy of the repository whose red team runs the basic strategy only, and only its first `plugins`
+    plugins (None: every plugin, so every plugin's grader asks the judge): a team's smaller red team."""
+    repo = tmp / "repo"
+    repo.mkdir()
+    copy_repo(repo)
     path = repo / "redteam" / "promptfooconfig.yaml"
     config = yaml.safe_load(path.read_text())
-    config["redteam"]["plugins"] = config["redteam"]["plugins"][:2]
+    config["redteam"]["plugins"] = config["redteam"]["plugins"][:plugins]
     config["redteam"]["strategies"] = ["basic"]
     path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # The root promptfooconfig.yaml carries the red team too: regenerated, as `make evals` asks after an edit.
+    subprocess.run(
+        [str(repo / ".venv" / "bin" / "python"), "-m", "kit_promptfoo.genconfig"],
+        cwd=repo, env=_env(), check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    return repo
 
 
-# Two streams of `make evals` runs at the same time: the checkout's, with the good judge on the golden set,
-# and a copy's, with each failing judge on a few cases and a small red team (each red team of the reference
-# agent writes the same generated file in its checkout, so one checkout runs one at a time).
+# Two streams of `make evals` runs at the same time, each in its own copy (each red team of the reference
+# agent writes the same generated file in its checkout, so one checkout runs one at a time): the good judge
+# on the golden set and every red-team plugin; each failing judge on a few cases and two plugins.
 @shared_run("judge")
 def good(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
-    proc, store = _evals(tmp, "good")  # the golden set: every case, the whole red team
+    proc, store = _evals(tmp, "good", _judged_repo(tmp))  # the golden set: every case, every plugin
     return proc, store, tmp
 
 
 @shared_run("judge-copy")
 def failing_judges(tmp: Path) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
-    repo = tmp / "repo"
-    repo.mkdir()
-    copy_repo(repo)
-    _small_red_team(repo)
+    repo = _judged_repo(tmp, plugins=2)
     runs = {}
     for mode in ("bad", "http500", "malformed"):
         (tmp / mode).mkdir()
-        runs[mode] = _evals(tmp / mode, mode, repo / SMALL.relative_to(ROOT), repo)
+        # No Promptfoo eval of the golden cases: its checks are the oracle's, it asks no judge.
+        runs[mode] = _evals(tmp / mode, mode, repo, repo / SMALL.relative_to(ROOT), only="kit deepeval redteam")
     return runs
 
 
