@@ -63,12 +63,15 @@ def pytest_configure(config: pytest.Config) -> None:
     distributed = _is_worker(config) or getattr(config.option, "dist", "no") not in (None, "no")
     pin_deepeval_io(distributed=distributed)
     judge = plan().judge
+    # A session that calls the agent imports it now (one that cannot be imported stops the session here,
+    # named); one that judges recorded runs never imports it.
+    agent = plan().agent_name if plan().replaying else plan().agent.name
     evaluated.observe(_store_now)  # every metric of every test case DeepEval evaluates, yours included
     _SESSION = EvalSession.begin(
         plan(),
         "deepeval",
         worker=_is_worker(config),
-        agent=plan().agent.name,
+        agent=agent,
         model=plan().model,
         kind=plan().kind,
         meta={

@@ -3,7 +3,7 @@
     from kit.plan import current_plan, make_plan
 
     plan = make_plan()                     # the settings: [tool.kit] < KIT_* < overrides
-    plan.agent.name                        # the label every store run of this agent carries
+    plan.agent_name                        # the label every store run of this agent carries
     plan.suite.cases                       # the cases, with the suite's invariants expanded
     plan.model_of(trace)                   # the model id a run records
     env = plan.env()                       # {"KIT_PLAN": <the plan document>, ...} for a subprocess
@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from kit.case import Case, Suite, case_files, find_invariants_file, load_suite
 from kit.errors import KitInputError, first_error
-from kit.runner.agents import Agent, configured_agent
+from kit.runner.agents import Agent, configured_agent, load_agent
 from kit.runner.invoke import Invocation, invoke
 from kit.runner.recorded import replay as replay_run
 from kit.settings import SECRETS, Settings, load_settings, project_root, secrets_from_env
@@ -65,16 +65,29 @@ class Plan:
     """Everything a front end needs to run and record one suite, resolved once from the settings."""
 
     settings: Settings
-    agent: Agent
+    # The agent, or a user's `module:callable` not imported yet: `agent` imports it where first needed.
+    chosen: Agent | str
     kind: RunKind = "golden"
     cases_path: Path | None = None  # None: the settings' cases
     replay: Path | None = None  # the reference agent's cassette folder to answer from
     record: Path | None = None  # the reference agent's cassette folder to record into
 
+    @cached_property
+    def agent(self) -> Agent:
+        """The agent. A user's callable is imported here, on first use, so that a process that only judges
+        recorded runs (DeepEval's, Promptfoo's provider workers under `make evals`) never imports it (its
+        module may import a whole SDK); one that cannot be imported is a KitInputError naming it, raised here."""
+        return self.chosen if isinstance(self.chosen, Agent) else load_agent(self.chosen)
+
+    @property
+    def agent_name(self) -> str:
+        """The label every store run of this agent carries, known without importing the agent."""
+        return self.chosen if isinstance(self.chosen, str) else self.chosen.name
+
     @property
     def reference(self) -> bool:
         """The kit's reference agent (not a user's callable)."""
-        return self.agent.uses_kit_agent
+        return isinstance(self.chosen, Agent) and self.chosen.uses_kit_agent
 
     @property
     def policy(self) -> str | None:
@@ -82,7 +95,7 @@ class Plan:
 
     @property
     def variant(self) -> str | None:
-        return self.agent.variant
+        return self.chosen.variant if isinstance(self.chosen, Agent) else None
 
     @property
     def invariants(self) -> Path | None:
@@ -213,7 +226,7 @@ class Plan:
             "version": DOCUMENT_VERSION,
             "settings": settings,
             "secrets": {var: ".".join(path) for path, var in SECRETS.items()},
-            "agent": self.agent.name,
+            "agent": self.agent_name,
             "reference": self.reference,
             "variant": self.variant,
             "policy": self.policy,
@@ -288,7 +301,8 @@ def plan_from_document(
     """The plan a document describes (`Plan.document()`): the same settings, agent, variant, policy,
     cassettes, kind and cases. Its secrets come from the variables the document names (default: this
     process's environment). A case file that changed since the plan was made is an error naming it: a
-    subprocess never runs other cases than the plan's."""
+    subprocess never runs other cases than the plan's. A user's agent is imported where first needed
+    (`Plan.agent`)."""
     settings = _document_settings(doc, env, where)
     kind = doc.get("kind") or "golden"
     if kind not in _KINDS:
@@ -301,6 +315,7 @@ def plan_from_document(
         replay=doc.get("replay"),
         record=doc.get("record"),
         cases=doc.get("cases"),
+        defer_agent=True,
     )
     for entry in doc.get("case_files") or ():
         try:
@@ -346,7 +361,8 @@ def current_plan(
     """The plan this process runs: the document KIT_PLAN names when set (a subprocess of `make evals`, or
     of any front end that exported `Plan.env()`), else `make_plan()` from the settings. What a front end
     adds of its own (a Promptfoo config's `agent`, the control target's `variant`, the run's `kind`, a
-    config's `cases`) is applied over it, as `make_plan` applies it."""
+    config's `cases`) is applied over it, as `make_plan` applies it. A user's agent is imported where first
+    needed (`Plan.agent`): a process that only judges recorded runs never imports it."""
     env = os.environ if env is None else env
     named = (env.get(PLAN_ENV) or "").strip()
     if not named:
@@ -359,6 +375,7 @@ def current_plan(
             policy=policy,
             cases=cases,
             reference_ok=reference_ok,
+            defer_agent=True,
         )
     doc = read_document(named)
     base = plan_from_document(doc, env=env, where=named)
@@ -374,6 +391,7 @@ def current_plan(
         record=base.record if agent is None else None,
         cases=cases if cases is not None else base.cases_path,
         reference_ok=reference_ok,
+        defer_agent=True,
     )
 
 
@@ -443,11 +461,14 @@ def make_plan(
     record: str | Path | None = None,
     cases: str | Path | None = None,
     reference_ok: bool = True,
+    defer_agent: bool = False,
 ) -> Plan:
     """The plan for these settings (default: load_settings()). `agent` (a front end's own, e.g. a Promptfoo
     config's `agent:`) wins over the settings' agent; `variant`/`policy`/`replay`/`record` drive the
     reference agent and are an error with a user's agent. `reference_ok=False`: with no agent named
-    anywhere, a KitInputError saying where to name one, instead of the reference agent."""
+    anywhere, a KitInputError saying where to name one, instead of the reference agent. `defer_agent`: a
+    user's agent is imported where first needed (`Plan.agent`), not here (`kit run` and `make evals` import
+    it now: one that cannot be imported stops them before anything runs)."""
     settings = settings if settings is not None else load_settings()
     if agent is not None:
         settings = settings.model_copy(update={"agent": agent})
@@ -458,8 +479,13 @@ def make_plan(
             "no agent named: give it in the provider's config (agent: module:callable), in KIT_AGENT or in "
             "[tool.kit] agent; only the kit's own reference config runs the reference agent"
         )
-    chosen = configured_agent(settings, variant=variant, policy=policy, replay=replay, record=record)
-    if chosen.uses_kit_agent:
+    chosen: Agent | str
+    reference_only = variant or policy not in (None, "deterministic") or replay or record
+    if defer_agent and settings.agent and not reference_only:
+        chosen = settings.agent
+    else:  # the reference agent (cheap to make), or configured_agent's error for options a user's agent refuses
+        chosen = configured_agent(settings, variant=variant, policy=policy, replay=replay, record=record)
+    if isinstance(chosen, Agent) and chosen.uses_kit_agent:
         # The variant and policy the reference agent runs are the plan's settings: its document carries them.
         settings = settings.model_copy(
             update={"variant": chosen.variant, "agent_policy": policy or settings.agent_policy}

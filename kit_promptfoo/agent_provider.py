@@ -100,7 +100,13 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         return {"error": f"__repeatIndex: {vars_.get('__repeatIndex')!r} is not a whole number"}
     replayed = plan.replaying and case is not None and run_case.input == case.input
     # Replaying: the kit stage's run of this case and attempt, judged here; no second agent call.
-    run = plan.run(case, attempt) if replayed else plan.run_live(run_case, attempt)
+    if replayed:
+        run = plan.run(case, attempt)
+    else:
+        try:  # a user's agent is imported on its first call (kit.plan): one that cannot be is this call's error
+            run = plan.run_live(run_case, attempt)
+        except KitInputError as e:
+            return {"error": str(e)}
     if run.case_run.skipped is not None:  # Promptfoo has no "skipped": an error, never a pass
         return {"error": f"case '{run_case.id}': skipped: {run.case_run.skipped}"}
     if run.trace is None:  # the agent raised, hung or gave no trace: an infrastructure error, shown as such
@@ -112,7 +118,7 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         "case_file": req.case_file,
         "variant": variant,
         # What the store records for this run: the plan's agent label and model id.
-        "agent": plan.agent.name,
+        "agent": plan.agent_name,
         "model": plan.model_of(trace),
         "replayed": replayed,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -173,3 +174,29 @@ def test_the_red_teams_hook_asks_the_plan_whether_there_is_a_judge(
     monkeypatch.setenv(PLAN_ENV, make_plan(_settings(tmp_path)).env()[PLAN_ENV])
     monkeypatch.setenv("KIT_JUDGE_MODEL", "ignored-2025-01-01")  # the document wins over a stray variable
     assert not judge_configured()
+
+
+def test_a_plan_read_back_imports_a_users_agent_only_where_first_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that only judges recorded runs (DeepEval's, Promptfoo's provider workers) never imports the
+    user's agent, whose module may import a whole SDK; its first use imports it, and one that cannot be
+    imported is the same error there as in `kit run` and `make evals`, which import it at once."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "lazy_desk.py").write_text("def run(text):\n    return 'hi'\n")
+    env = make_plan(_settings(tmp_path, KIT_AGENT="lazy_desk:run")).env()
+    monkeypatch.delitem(sys.modules, "lazy_desk")  # make_plan imported it at once
+    plan = current_plan(env=env)
+    assert plan.agent_name == "lazy_desk:run" and not plan.reference and plan.variant is None
+    assert plan.document()["agent"] == "lazy_desk:run"
+    assert "lazy_desk" not in sys.modules
+    assert plan.agent.name == "lazy_desk:run" and "lazy_desk" in sys.modules
+
+    missing = _settings(tmp_path, KIT_AGENT="no_such_desk:run")
+    with pytest.raises(KitInputError, match="cannot import no_such_desk"):
+        make_plan(missing)
+    doc = {**make_plan(_settings(tmp_path)).document(), "settings": missing.model_dump(mode="json")}
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    deferred = current_plan(env={PLAN_ENV: str(tmp_path / "plan.json")})
+    with pytest.raises(KitInputError, match="cannot import no_such_desk"):
+        deferred.agent  # noqa: B018
