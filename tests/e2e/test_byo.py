@@ -92,6 +92,9 @@ def byo(tmp):
     env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "PYTEST"))}
     env.update(KIT_STORE=str(tmp / "evals.duckdb"), HOME=str(tmp), PYTHONPATH=str(tmp))
     env.update(KIT_AGENT_MODEL=MODEL, KIT_INVARIANTS=str(tmp / "own-invariants.yaml"))
+    # Two agent calls in flight (the default is 8): the red team starts a Python worker per call in flight, each
+    # importing the kit (~0.5 CPU-s), for an agent that answers at once; two still run its attacks concurrently.
+    env.update(KIT_CONCURRENCY="2")
 
     def make_evals(agent: str) -> subprocess.CompletedProcess[str]:
         out = tmp / agent.replace(":", "-")
