@@ -233,6 +233,8 @@ def compare(a: argparse.Namespace) -> int:
         old.mkdir()
         archive = subprocess.run(["git", "archive", a.baseline], cwd=ROOT, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+        # Compiled once, as the checkout's modules are (else each process would compile it, PYTHONDONTWRITEBYTECODE).
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(old)], check=True)
         tapes = Path(tmp) / "cassettes"
         tapes.mkdir()
         record(a.cases, str(tapes))
