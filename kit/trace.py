@@ -640,7 +640,7 @@ def read_text(path: Path, what: str) -> str:
     return _decode(data, path)
 
 
-def _decode(data: bytes, path: Path) -> str:
+def _decode(data: bytes, path: str | Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -663,11 +663,12 @@ def read_traces(path: str | Path) -> tuple[list[Trace], list[KitInputError]]:
         raw = p.read_bytes()
     except OSError as e:
         return [], [KitInputError(f"cannot read trace file: {e.strerror}", file=str(p))]
-    return _traces_in(raw, p)
+    return _traces_in(raw, str(p))
 
 
-def _traces_in(raw: bytes, p: Path) -> tuple[list[Trace], list[KitInputError]]:
-    """The traces of a file's bytes, as `read_traces` reads them."""
+def _traces_in(raw: bytes, p: str) -> tuple[list[Trace], list[KitInputError]]:
+    """The traces of a file's bytes, as `read_traces` reads them; `p` is the file's name as errors show it
+    (`str(Path(path))`)."""
     try:
         # Fast path: orjson reads well-formed JSON several times faster. Whatever it refuses (JSON Lines,
         # NaN, integers beyond 64 bits, bad bytes, deep nesting) takes the path below, which decides and
@@ -677,7 +678,7 @@ def _traces_in(raw: bytes, p: Path) -> tuple[list[Trace], list[KitInputError]]:
         pass
     else:
         if not isinstance(data, list):
-            return _parse_each([(data, str(p))])
+            return _parse_each([(data, p)])
         return _parse_each([(item, f"{p}[{i}]") for i, item in enumerate(data)])
     try:
         text = _decode(raw, p)
@@ -688,12 +689,12 @@ def _traces_in(raw: bytes, p: Path) -> tuple[list[Trace], list[KitInputError]]:
         data = _json(text)
     except json.JSONDecodeError as e:
         if stripped.startswith("{") and "\n" in stripped.strip():
-            return _read_jsonl(text, str(p))
-        return [], [KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(p))]
+            return _read_jsonl(text, p)
+        return [], [KitInputError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=p)]
     except ValueError as e:
-        return [], [KitInputError(str(e), file=str(p))]
+        return [], [KitInputError(str(e), file=p)]
     if not isinstance(data, list):
-        return _parse_each([(data, str(p))])
+        return _parse_each([(data, p)])
     return _parse_each([(item, f"{p}[{i}]") for i, item in enumerate(data)])
 
 
@@ -736,13 +737,13 @@ def iter_traces(path: str | Path) -> Iterator[Trace | KitInputError]:
     """The traces of a file (as `read_traces` reads them), each as soon as it is read, with an error in
     the place of each bad one. JSON Lines and a JSON list larger than `STREAM_BYTES` are read a trace at
     a time; anything else, or a file that is neither, is read whole."""
-    p = Path(path)
-    raw = _small_file(p)
+    raw = _small_file(path)
     if raw is not None:
-        traces, errors = _traces_in(raw, p)
+        traces, errors = _traces_in(raw, _shown(path))
         yield from errors
         yield from traces
         return
+    p = Path(path)
     streamed = json_items(p)
     if streamed is None:
         traces, errors = read_traces(p)
@@ -760,7 +761,23 @@ def iter_traces(path: str | Path) -> Iterator[Trace | KitInputError]:
             yield e
 
 
-def _small_file(path: Path) -> bytes | None:
+def _shown(path: str | Path) -> str:
+    """`str(Path(path))`, the name errors give a file, without making a Path (a few µs a file) when the
+    name is already what Path would show: a POSIX path without empty or `.` parts and no trailing slash."""
+    if (
+        type(path) is str
+        and os.sep == "/"
+        and path
+        and "//" not in path
+        and "/./" not in path
+        and not path.startswith("./")
+        and not path.endswith(("/", "/."))
+    ):
+        return path
+    return str(Path(path))
+
+
+def _small_file(path: str | Path) -> bytes | None:
     """The bytes of a file of at most `STREAM_BYTES`, read with one open, fstat and read (what `kit check`
     pays per file: a third of `Path.stat` and `Path.read_bytes`); None when it is larger or cannot be read
     (the caller then reads it the other way, which words the error)."""
