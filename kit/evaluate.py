@@ -3,20 +3,39 @@ CheckSpec). A check that raises is an `error` that keeps its traceback, never a 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from time import monotonic
 from typing import TYPE_CHECKING
 
-from kit.checks import REGISTRY
+from kit.checks import REGISTRY, limits
+from kit.checks.limits import check_timeout
 from kit.result import CaseRun, Result, Verdict
 
 if TYPE_CHECKING:  # judging needs neither pydantic nor YAML: the trace and the case come made
     from kit.case import Case, CheckSpec
+    from kit.checks.limits import _Watch
     from kit.trace import Trace
 
 
 def run_check(spec: CheckSpec, trace: Trace) -> Result:
+    return _run(spec, trace, limits.timer())
+
+
+def _run(spec: CheckSpec, trace: Trace, watch: _Watch | None) -> Result:
+    """The check's result. With `watch` (limits.timer()), the check runs under its time limit as its
+    `bounded` wrapper would run it, without deciding again per check whether this thread times checks."""
+    fn = REGISTRY[spec.type].fn
+    inner = None if watch is None else getattr(fn, "unbounded", None)
     try:
-        verdict = REGISTRY[spec.type].fn(trace, **spec.params)
+        if watch is None or inner is None:
+            verdict = fn(trace, **spec.params)
+        else:
+            if not watch.armed:
+                watch.arm(check_timeout())
+            watch.check_since = monotonic()
+            try:
+                verdict = inner(trace, **spec.params)
+            finally:
+                watch.check_since = 0.0
     except Exception as e:  # a crashing check must be visible as an error, not a pass or a crash
         import traceback  # only a check that raises needs it
 
@@ -31,7 +50,7 @@ def run_check(spec: CheckSpec, trace: Trace) -> Result:
         )
     if not isinstance(verdict, Verdict):
         return Result(spec.label, False, f"check returned {type(verdict).__name__}, not a Verdict", error=True)
-    return Result(spec.label, verdict.passed, verdict.reason, score=verdict.score)
+    return Result(spec.label, verdict.passed, verdict.reason, False, verdict.score)
 
 
 def _no_turn(spec: CheckSpec, trace: Trace) -> Result | None:
@@ -73,7 +92,7 @@ def _named(result: Result, spec: CheckSpec) -> Result:
     scope = "".join(
         f"{what} {name}: " for what, name in (("agent", spec.agent), ("server", spec.server)) if name is not None
     )
-    return replace(result, reason=scope + result.reason) if scope and result.reason else result
+    return result._replace(reason=scope + result.reason) if scope and result.reason else result
 
 
 def evaluate(trace: Trace, case: Case, *, run_id: str | None = None) -> CaseRun:
@@ -81,15 +100,16 @@ def evaluate(trace: Trace, case: Case, *, run_id: str | None = None) -> CaseRun:
     part's spans only, and its reason names the agent or server."""
     views: dict[object, Trace] = {}
     results = []
+    watch = limits.timer()  # one thread judges the whole trace: decided once
     for spec in case.checks:
         if spec.turn is None and spec.agent is None and spec.server is None:
-            results.append(run_check(spec, trace))
+            results.append(_run(spec, trace, watch))
             continue
         missing = _no_turn(spec, trace) or _no_agent(spec, trace)
         if missing is not None:
             results.append(missing)
             continue
-        result = run_check(spec, _scoped(spec, trace, views))
+        result = _run(spec, _scoped(spec, trace, views), watch)
         results.append(_named(result, spec) if spec.agent is not None or spec.server is not None else result)
     return CaseRun(
         case_id=case.id,

@@ -151,8 +151,21 @@ def bounded(fn: Callable[..., Any]) -> Callable[..., Any]:
             watch.check_since = 0.0
 
     run.__wrapped__ = fn  # type: ignore[attr-defined]
+    run.unbounded = fn  # type: ignore[attr-defined]  # for `timer()`'s callers, who time it themselves
     run.__name__ = getattr(fn, "__name__", "check")
     return run
+
+
+def timer() -> _Watch | None:
+    """What `bounded` decides at every call, decided once for a run of checks on one thread (`kit.evaluate`):
+    the watch when checks here run under the CPU-time timer and none is running, else None (another thread,
+    or inside a running check, whose own limit holds). The caller then runs each check's `unbounded` function
+    as `bounded` would: `arm` the watch when it is not `armed`, set `check_since = time.monotonic()`, and
+    set it back to 0.0 in a `finally` as soon as the check returns or raises."""
+    watch = _WATCH
+    if watch.check_since or threading.get_ident() != watch.main:
+        return None
+    return watch
 
 
 class watched_query:  # a context manager, named like one
