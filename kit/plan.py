@@ -429,11 +429,13 @@ def redteam_corpus(settings: Settings) -> Path:
 
 def _kit_checkout(settings: Settings) -> bool:
     """The project is the kit's own checkout, whose redteam/attacks.yaml is the reference agent's shop attacks;
-    in a repository `kit init` set up, redteam/attacks.yaml is the user's own."""
+    in a repository `kit init` set up, redteam/attacks.yaml is the user's own. The checkout's adapter is its own
+    top-level kit_promptfoo/: one installed in a venv inside the project (.venv/lib/.../site-packages) is not."""
     try:
-        return generic_corpus().resolve().is_relative_to(project_root(settings).resolve())
+        found = generic_corpus().resolve()
     except KitInputError:
         return False
+    return found == (project_root(settings) / "kit_promptfoo" / "redteam" / GENERIC / "attacks.yaml").resolve()
 
 
 def suite_invariants(settings: Settings, cases: str | Path | None = None) -> Path | None:

@@ -116,6 +116,26 @@ def test_redteam_corpus_is_the_settings_or_the_generic_one(tmp_path: Path) -> No
     assert current_plan(env=own.env()).redteam_corpus == tmp_path / "mine.yaml"
 
 
+def test_a_users_repository_with_the_kit_installed_inside_runs_its_own_attacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `kit init` repository whose venv (and so the installed adapter) lies inside it is not the kit's
+    checkout: its redteam/attacks.yaml is the user's own, never swapped for the generic attacks."""
+    import kit.plan
+
+    (tmp_path / "pyproject.toml").write_text('[tool.kit]\nagent = "desk:run"\n')
+    site = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"
+    monkeypatch.setattr(
+        kit.plan, "generic_corpus", lambda: site / "kit_promptfoo" / "redteam" / "generic" / "attacks.yaml"
+    )
+    settings = load_settings(root=tmp_path, env={})
+    assert kit.plan.redteam_corpus(settings) == tmp_path / "redteam" / "attacks.yaml"
+    # The kit's own checkout: its top-level kit_promptfoo/ is the adapter, and a user's agent gets the generic attacks.
+    generic = tmp_path / "kit_promptfoo" / "redteam" / "generic" / "attacks.yaml"
+    monkeypatch.setattr(kit.plan, "generic_corpus", lambda: generic)
+    assert kit.plan.redteam_corpus(settings) == generic
+
+
 def test_without_the_variable_the_settings_make_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     plan = current_plan(env={"KIT_VARIANT": "double_refund", "KIT_STORE": "s.duckdb"})
