@@ -227,22 +227,23 @@ def _fast_spans(raw: Any) -> list[Span] | None:
     return out
 
 
-# How `_decoded_spans` checks each field of a span that JSON decoding gave: the types `_FastSpan` declares,
-# as exact Python types (JSON decodes to nothing else). The other fields (kind, content, output, error and
-# extra ones) take any value; kind is checked on its own.
-_TEXT, _INT, _FLOAT, _FLOAT_OR_NONE, _TURN, _INPUT = range(6)
-_DECODED_RULES = {
-    "name": _TEXT,
-    "role": _TEXT,
-    "agent": _TEXT,
-    "server": _TEXT,
-    "tokens_in": _INT,
-    "tokens_out": _INT,
-    "cost_usd": _FLOAT,
-    "latency_ms": _FLOAT_OR_NONE,
-    "turn": _TURN,
-    "input": _INPUT,
+# How `_decoded_spans` checks each field of a span that JSON decoding gave: the exact Python type of a value
+# of that field that needs no change (JSON decodes to nothing else), as `_FastSpan` declares it. The other
+# fields (kind, content, output, error and extra ones) take any value; kind is checked on its own. A `turn`
+# passes as is when null; an int turn is checked to be >= 0.
+_DECODED_RULES: dict[str, type] = {
+    "name": str,
+    "role": str,
+    "agent": str,
+    "server": str,
+    "tokens_in": int,
+    "tokens_out": int,
+    "cost_usd": float,
+    "latency_ms": float,
+    "turn": type(None),
+    "input": dict,
 }
+_NULLABLE = frozenset(("name", "role", "agent", "server", "latency_ms", "turn"))  # null is a value of these
 _KINDS = frozenset(("llm", "tool", "message"))
 _EXACT = 1 << 53  # an int up to this size is the float of the same value, so float(v) is what pydantic gives
 
@@ -264,27 +265,22 @@ def _decoded_spans(raw: list[Any]) -> list[Span] | None:
         if type(kind) is not str or kind not in _KINDS:
             return None
         for k, v in s.items():
-            rule = rule_of(k)
-            if rule is None:
+            want = rule_of(k)
+            if want is None:
                 continue
             t = type(v)
-            if rule == _TEXT:
-                if t is not str and v is not None:
-                    return None
-            elif rule == _INT:
-                if t is not int:
-                    return None
-            elif rule == _INPUT:
-                if t is not dict:
-                    return None
-            elif rule == _TURN:
-                if v is not None and (t is not int or v < 0):
-                    return None
-            elif t is not float:  # a float field
-                if t is int and -_EXACT <= v <= _EXACT:
+            if t is want:  # most values: one lookup and one comparison
+                continue
+            if t is int:
+                if want is float and -_EXACT <= v <= _EXACT:
                     s[k] = float(v)
-                elif v is not None or rule == _FLOAT:
-                    return None
+                    continue
+                if k == "turn" and v >= 0:
+                    continue
+                return None
+            if v is None and k in _NULLABLE:
+                continue
+            return None
         if "input" not in s:
             s["input"] = {}
         span = new(Span)
