@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -191,64 +190,3 @@ def test_a_judge_that_is_down_is_an_error_naming_it(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("KIT_JUDGE_RETRIES", "0")
     err = generator.call_api("Grade this output: ...", {}, {})["error"]
     assert "judge judge-2025-01-01 at http://127.0.0.1:9/v1" in err and "APIConnectionError" in err
-
-
-USER_AGENT = """\
-import re
-
-
-def run(text):
-    found = re.search(r"ORD-\\d+", text)
-    if found is None:
-        return {"model": "desk-1", "final_output": "I can only say where an order is.", "spans": []}
-    return {"model": "desk-1", "final_output": f"{found.group()} has shipped.", "spans": [
-        {"kind": "tool", "name": "lookup_order", "input": {"order_id": found.group()}, "output": "shipped"}]}
-"""
-
-
-@pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
-def test_redteam_run_as_typed_in_a_kit_init_repository(tmp_path: Path) -> None:
-    """`kit init`, then `npx promptfoo redteam run` with no flag, no key and no network: the root config's
-    red team runs the repository's attacks through the kit's generator, each judged by redteam/case.yaml,
-    and the run reaches the store under each attack's own name and strategy (no `redteam/unknown/...`)."""
-    repo = tmp_path / "desk"
-    (repo / "evals").mkdir(parents=True)
-    (repo / "desk_agent.py").write_text(USER_AGENT)
-    (repo / "evals" / "cases.yaml").write_text('- id: w\n  input: "Where is ORD-1?"\n  checks: [{type: finished}]\n')
-    (repo / "node_modules").symlink_to(ROOT / "node_modules")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PROMPTFOO_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    subprocess.run([sys.executable, "-m", "kit.cli", "init", "--agent", "desk_agent:run"], cwd=repo, env=env,
-                   check=True, capture_output=True, timeout=60)  # fmt: skip
-    env["PROMPTFOO_PYTHON"] = sys.executable  # the repository's .venv, here the kit's own
-    env["PATH"] = os.pathsep.join([str(repo / "node_modules" / ".bin"), env.get("PATH", "")])  # as npx does
-    run = subprocess.run(
-        [str(run_promptfoo.promptfoo_bin()), "redteam", "run", "--no-progress-bar"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    import duckdb
-
-    con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
-    [(kind, agent)] = con.sql("SELECT kind, agent FROM runs").fetchall()
-    assert (kind, agent) == ("redteam", "desk_agent:run")
-    ids = [r[0] for r in con.sql("SELECT DISTINCT case_id FROM case_results").fetchall()]
-    strategies = {"basic", "base64", "leetspeak", "homoglyph", "jailbreak-templates"}
-    assert len(ids) == 4 * len(strategies)  # the 4 attacks kit init writes, each under every strategy
-    assert {i.split("/")[2] for i in ids} == strategies
-    assert not [i for i in ids if "unknown" in i]
-    # The repository's own attacks (kit init's example ids), not the kit's generic ones.
-    assert {i.split("/")[1] for i in ids} == {"inj-admin-mode", "pii-other-email", "prompt-repeat", "agency-wire"}
-    con.close()
-    # `make evals` runs the same red team: its red-team stage stores the same attacks under the same names.
-    # Two agent calls in flight (the default is 8): `-j` starts that many agent workers, each importing the
-    # agent, and two still run the stage's attacks concurrently.
-    stage = subprocess.run([sys.executable, "-m", "kit.pipeline", "--only", "redteam"], cwd=repo,
-                           env=env | {"KIT_CONCURRENCY": "2"}, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert stage.returncode == 0, stage.stdout[-3000:] + stage.stderr[-3000:]
-    assert "promptfoo redteam run (desk_agent:run: your attacks)" in stage.stdout
-    con = duckdb.connect(str(repo / ".kit" / "evals.duckdb"), read_only=True)
-    runs = [r[0] for r in con.sql("SELECT run_id FROM runs WHERE kind = 'redteam' ORDER BY started_at").fetchall()]
-    assert len(runs) == 2
-    q = "SELECT DISTINCT case_id FROM case_results WHERE run_id = ? ORDER BY 1"
-    assert [r[0] for r in con.execute(q, [runs[1]]).fetchall()] == sorted(ids)

@@ -1,10 +1,12 @@
 """What a user does, outside the kit's checkout: a folder holding only an agent module and a cases file;
 `python -m venv .venv && .venv/bin/pip install <kit>` (not editable); `kit init`; `make evals`; then, with no
-network at all (`unshare -n`), `deepeval test run tests/evals` and `npx promptfoo eval`. The store must hold
-that agent's runs from the kit's runner, DeepEval and Promptfoo.
+network at all (`unshare -n`), `deepeval test run tests/evals`, `npx promptfoo eval` and `npx promptfoo redteam
+run`. The store must hold that agent's runs from the kit's runner, DeepEval and Promptfoo, and the red team's
+runs (make evals' and the one typed) must name the repository's own attacks by attack and strategy.
 
-One test: a venv install costs most of a minute even from pip's cache. Node packages come from the kit's
-own node_modules (linked, as npm would install the same pinned versions), so the test needs no registry.
+One test, and the one `kit init` repository of the e2e tests: a venv install costs most of a minute even from
+pip's cache. Node packages come from the kit's own node_modules (linked, as npm would install the same pinned
+versions), so the test needs no registry.
 """
 
 from __future__ import annotations
@@ -111,21 +113,35 @@ def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(t
         timeout=600,
         env=env,
     )
+    # The root config's red team, typed: kit init's attacks through the kit's generator, each judged by
+    # redteam/case.yaml.
+    redteam = subprocess.run(
+        [*offline, "npx", "--no-install", "promptfoo", "redteam", "run", "--no-progress-bar"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     query = (
         "import json\n"
         "from kit.store import open_store\n"
         "with open_store('.kit/evals.duckdb').connect() as con:\n"
         '    rows = con.execute("SELECT r.source, r.agent, c.case_id, c.passed FROM runs r JOIN case_results c "\n'
         '                       "USING (run_id) ORDER BY r.started_at").fetchall()\n'
-        "print(json.dumps(rows))\n"
+        '    red = con.execute("SELECT r.agent, list(DISTINCT c.case_id ORDER BY c.case_id) FROM runs r JOIN "\n'
+        "                      \"case_results c USING (run_id) WHERE r.kind = 'redteam' GROUP BY r.run_id, r.agent, \"\n"
+        '                      "r.started_at ORDER BY r.started_at").fetchall()\n'
+        "print(json.dumps([rows, red]))\n"
     )
-    rows = json.loads(sh([".venv/bin/python", "-c", query], repo, timeout=60, env=env))
+    rows, red = json.loads(sh([".venv/bin/python", "-c", query], repo, timeout=60, env=env))
     by_source = {(source, agent, case, passed) for source, agent, case, passed in rows}
     report = (
         f"make evals exited {evals.returncode}:\n{evals.stdout[-3000:]}\n{evals.stderr[-3000:]}\n"
         f"deepeval exited {deepeval.returncode}:\n{deepeval.stdout[-3000:]}\n{deepeval.stderr[-2000:]}\n"
         f"promptfoo exited {promptfoo.returncode}:\n{promptfoo.stdout[-3000:]}\n{promptfoo.stderr[-2000:]}\n"
-        f"store: {sorted(by_source)}"
+        f"redteam exited {redteam.returncode}:\n{redteam.stdout[-3000:]}\n{redteam.stderr[-2000:]}\n"
+        f"store: {sorted(by_source)}\nred-team runs: {red}"
     )
     for source in ("kit", "deepeval", "promptfoo"):
         assert (source, "myagent:run", "where-is-my-order", True) in by_source, report
@@ -137,3 +153,17 @@ def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(t
     stages = re.findall(r"^  ([\w-]+) +(\S.*?) +[\d.]+ s ", table, re.M)
     assert {name for name, _ in stages} >= {"kit", "deepeval", "promptfoo", "redteam"}, summary
     assert [name for name, outcome in stages if outcome != "passed" and name != "total"] == [], summary
+
+    # The red team: make evals' stage, then the one typed, each on the agent under its label.
+    assert redteam.returncode == 0, report
+    assert "promptfoo redteam run (myagent:run: your attacks)" in evals.stdout
+    [(stage_agent, stage_ids), (typed_agent, ids)] = red
+    assert stage_agent == typed_agent == "myagent:run", report
+    strategies = {"basic", "base64", "leetspeak", "homoglyph", "jailbreak-templates"}
+    assert len(ids) == 4 * len(strategies), ids  # the 4 attacks kit init writes, each under every strategy
+    assert {i.split("/")[2] for i in ids} == strategies
+    assert not [i for i in ids if "unknown" in i]
+    # The repository's own attacks (kit init's example ids), not the kit's generic ones.
+    assert {i.split("/")[1] for i in ids} == {"inj-admin-mode", "pii-other-email", "prompt-repeat", "agency-wire"}
+    # make evals runs the same red team: its stage stores the same attacks under the same names.
+    assert stage_ids == ids
