@@ -78,9 +78,12 @@ def _calls(trace: Trace, tool: str, calls: Calls) -> list[Span]:
     return [s for s in _in_scope(trace, calls) if s.name == tool]
 
 
+_QUALIFIERS = {"ok": " successfully", "requested": " or requested"}
+
+
 def _ok(calls: Calls) -> str:
     """The qualifier a reason carries when it counts other calls than those that ran."""
-    return {"ok": " successfully", "requested": " or requested"}.get(calls, "")
+    return _QUALIFIERS.get(calls, "")
 
 
 def _times(n: int) -> str:
