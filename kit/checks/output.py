@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import TYPE_CHECKING, Any, Literal
@@ -65,6 +66,12 @@ def _validate_contains(params: dict[str, Any]) -> None:
         raise ValueError("parameter 'text': an empty or blank text is in every output (it always passes)")
 
 
+@functools.lru_cache(maxsize=4096)
+def _needle(text: str) -> str:
+    """A text a case looks for, normalised once rather than on every trace it judges."""
+    return normalise_text(text)
+
+
 @check("contains", validate=_validate_contains)
 def contains(trace: Trace, *, text: str | list[str], all: bool = True) -> Verdict:
     """Passes when the normalised output contains every text of `text` (or, with `all: false`, any of them).
@@ -77,7 +84,7 @@ def contains(trace: Trace, *, text: str | list[str], all: bool = True) -> Verdic
     """
     texts = [text] if isinstance(text, str) else text
     out = normalise_text(trace.output)
-    missing = [t for t in texts if normalise_text(t) not in out]
+    missing = [t for t in texts if _needle(t) not in out]
     ok = not missing if all else len(missing) < len(texts)
     if ok:
         return Verdict(True)
