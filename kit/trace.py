@@ -786,8 +786,11 @@ def _small_file(path: str | Path) -> bytes | None:
         size = os.fstat(fd).st_size
         if size > STREAM_BYTES:
             return None
-        parts = []
-        while chunk := os.read(fd, _CHUNK if parts else size + 1):
+        first = os.read(fd, size + 1)
+        if len(first) == size:  # the whole file as fstat measured it (asked one byte more): no read to see the end
+            return first
+        parts = [first] if first else []
+        while chunk := os.read(fd, _CHUNK):
             parts.append(chunk)
         return parts[0] if len(parts) == 1 else b"".join(parts)
     except OSError:
