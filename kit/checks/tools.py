@@ -230,10 +230,10 @@ def arg(
         else:
             oks.append(deep_equal(value, expected, tol or 0.0))
     ok = all(oks) if which == "all" else any(oks)
-    want = f"pattern {pattern.source!r}" if pattern is not None else _shown(expected)
-    shown = ", ".join("(missing)" if v is UNSET else _shown(v) for v in got)
+    shown = ", ".join(["(missing)" if v is UNSET else _shown(v) for v in got])
     if ok:
         return Verdict(True, f"got {shown}")
+    want = f"pattern {pattern.source!r}" if pattern is not None else _shown(expected)
     if all(v is UNSET for v in got):
         return Verdict(False, f"{tool} called{_ok(calls)} without {key}")
     if len(got) > 1:
