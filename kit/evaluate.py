@@ -23,9 +23,9 @@ def run_check(spec: CheckSpec, trace: Trace) -> Result:
 def _run(spec: CheckSpec, trace: Trace, watch: _Watch | None) -> Result:
     """The check's result. With `watch` (limits.timer()), the check runs under its time limit as its
     `bounded` wrapper would run it, without deciding again per check whether this thread times checks."""
-    fn = REGISTRY[spec.type].fn
-    inner = None if watch is None else getattr(fn, "unbounded", None)
     try:
+        fn = REGISTRY[spec.type].fn
+        inner = None if watch is None else getattr(fn, "unbounded", None)
         if watch is None or inner is None:
             verdict = fn(trace, **spec.params)
         else:

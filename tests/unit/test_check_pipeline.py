@@ -89,3 +89,12 @@ def test_a_trace_file_is_named_in_errors_as_path_shows_it():
             if name:
                 assert _shown(name) == str(Path(name)), name
     assert _shown(Path("x/./y.json")) == "x/y.json"
+
+
+def test_a_check_type_the_registry_lacks_is_an_error_not_a_crash():
+    import dataclasses
+
+    case = make_case({"type": "finished"})
+    unknown = dataclasses.replace(case, checks=(dataclasses.replace(case.checks[0], type="gone"),))
+    (result,) = evaluate(make_trace(), unknown).results
+    assert (result.outcome, result.reason) == ("error", "check raised KeyError: 'gone'")
