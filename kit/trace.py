@@ -18,7 +18,6 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     ModelWrapValidatorHandler,
-    PrivateAttr,
     TypeAdapter,
     ValidationError,
     ValidationInfo,
@@ -368,12 +367,12 @@ class Trace(BaseModel):
     # neither (and dumps as before).
     agents: list[Agent] = Field(default_factory=list, exclude_if=_empty)
     handoffs: list[Handoff] = Field(default_factory=list, exclude_if=_empty)
-    # Per-trace caches of checks (e.g. the end-state database), never serialised.
-    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
-    @property
+    @cached
     def derived(self) -> dict[str, Any]:
-        return self._derived
+        """Per-trace caches of checks (e.g. the end-state database), never serialised. Made on first use,
+        not with every trace (a private attribute costs each trace pydantic's private-state setup)."""
+        return {}
 
     @model_validator(mode="wrap")
     @classmethod
