@@ -17,7 +17,7 @@ os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
 from deepeval.metrics import BaseMetric
 
 import deepeval_metrics as kit
-from deepeval_metrics import runner
+from deepeval_metrics import own_metric, runner
 from deepeval_metrics.caselog import collecting
 from deepeval_metrics.session import EvalSession
 from kit.store import open_store
@@ -78,6 +78,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for var in ("KIT_AGENT", "KIT_CASES", "KIT_RUBRICS", "KIT_REPLAY_RUNS", "KIT_STORE", "KIT_RUN_ID"):
         monkeypatch.delenv(var, raising=False)
     runner.plan.cache_clear()
+    # Each test stands for a session of its own: a metric declared hard (kit.hard) stays hard for the rest of
+    # the process, so a declaration made in one test would make another test's same-named metric hard too.
+    monkeypatch.setattr(own_metric, "_HARD_NAMES", set())
     yield tmp_path
     runner.plan.cache_clear()
 
