@@ -64,6 +64,9 @@ def main(args: argparse.Namespace) -> int:
         found = False
     if not found:
         raise KitInputError("kit mcp needs the MCP SDK, which is not installed: pip install 'agent-eval-kit[mcp]'")
+    from kit.mcp.sdk import lean
+
+    lean()  # each mode then imports only the SDK modules it uses (a replay: no client, no MCPServer)
     import anyio
 
     from kit.settings import load_settings

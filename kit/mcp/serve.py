@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server  # not from `mcp.server`, whose __init__ loads MCPServer (kit.mcp.sdk)
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
