@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import io
 import json
 import os
 import sys
@@ -60,7 +61,7 @@ def _check(args: argparse.Namespace) -> int:
         return _judge_all(args, None)
     import tempfile  # only --json spools
 
-    with tempfile.TemporaryFile() as tmp:
+    with tempfile.TemporaryFile(buffering=1 << 16) as tmp:  # the spool: a write per 64 KiB, not per 8
         return _judge_all(args, _Spool(tmp))
 
 
@@ -206,12 +207,22 @@ class _Spool:
         tail = _orjson(summary)
         out = getattr(sys.stdout, "buffer", None)
         sys.stdout.flush()
-        if tail is None or self.refused:
-            # json writes a list as its items' own dumps joined by ", ": each run is written as json would.
-            parts = (r[1:].decode() if r[:1] == b"J" else json.dumps(orjson.loads(r)) for r in self.lines())
-            _emit(out, '{"results": [', parts, ", ", '], "summary": ' + json.dumps(summary) + "}\n")
-        else:
-            _emit(out, b'{"results":[', self.lines(), b",", b'],"summary":' + tail + b"}\n")
+        # Unbuffered stdout (PYTHONUNBUFFERED, set in many CI images and containers) is the raw file: a write
+        # per part was two system calls per trace, and a raw write may take only part of what it is given.
+        raw = out if isinstance(out, io.RawIOBase) else None
+        if raw is not None:
+            out = io.BufferedWriter(raw, 1 << 16)
+        try:
+            if tail is None or self.refused:
+                # json writes a list as its items' own dumps joined by ", ": each run is written as json would.
+                parts = (r[1:].decode() if r[:1] == b"J" else json.dumps(orjson.loads(r)) for r in self.lines())
+                _emit(out, '{"results": [', parts, ", ", '], "summary": ' + json.dumps(summary) + "}\n")
+            else:
+                _emit(out, b'{"results":[', self.lines(), b",", b'],"summary":' + tail + b"}\n")
+        finally:
+            if raw is not None and out is not None:
+                out.flush()
+                out.detach()  # stdout's own file stays open
 
 
 def _emit(out: Any, head: Any, parts: Any, sep: Any, tail: Any) -> None:
