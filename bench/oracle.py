@@ -335,6 +335,8 @@ def main() -> None:
             baseline.mkdir()
             archive = subprocess.run(["git", "archive", a.baseline, "kit"], cwd=ROOT, capture_output=True, check=True)
             subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive.stdout, check=True)
+            # Compiled once, as the checkout's modules are: else each process compiles it (PYTHONDONTWRITEBYTECODE).
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(baseline)], check=True)
             print(f"baseline: kit as of {a.baseline}")
         figures = side_by_side(folder, files, a.rounds, baseline)
         ms = import_ms("kit.evaluate", baseline)
