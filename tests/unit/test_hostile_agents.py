@@ -161,10 +161,19 @@ def test_an_agent_that_changes_directory_does_not_move_the_store(project, mode):
     assert not (project / "elsewhere" / ".kit").exists()
 
 
+_SIGINT_DEFAULT_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
 def test_a_real_ctrl_c_still_stops_a_serial_run(project):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project), *sys.path]), "KIT_STORE": "s.duckdb"}
     argv = [sys.executable, "-m", "kit.cli", "run", "--cases", "cases.yaml", "--agent", "bad_agent:slow", "-q"]
-    proc = subprocess.Popen([*argv, "--pool", "serial"], cwd=project, env=env, stderr=subprocess.PIPE)
+    # Started as a terminal starts it, with SIGINT at its default: a suite run in the background of a
+    # non-interactive shell has SIGINT ignored, and a process keeps an ignored SIGINT (POSIX), as `kit run` does.
+    as_typed = [sys.executable, "-c", _SIGINT_DEFAULT_EXEC, *argv[1:]]
+    proc = subprocess.Popen([*as_typed, "--pool", "serial"], cwd=project, env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while not (project / "a.started").exists():
         assert time.monotonic() < deadline and proc.poll() is None
