@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from baseline import extract
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "golden" / "fixtures" / "shop.json"
 REPEATS = 5
@@ -223,11 +225,7 @@ def _same(a: Any, b: Any) -> bool:
 def against_baseline(rev: str, rounds: int, runs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="kit-agent-bench-") as tmp:
         baseline = Path(tmp) / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(["git", "archive", rev, "kit"], cwd=ROOT, capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive.stdout, check=True)
-        # Compiled once, as the checkout's modules are (else each process would compile it, PYTHONDONTWRITEBYTECODE).
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(baseline)], check=True)
+        extract(rev, baseline)
         sides: dict[str, Path | None] = {"baseline": baseline, "this tree": None}
         figures: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
         for r in range(rounds):

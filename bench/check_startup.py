@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from baseline import extract
 from oracle import CASE, fifty_span_trace  # the same trace and case as bench/oracle.py
 
 HARNESS = r"""
@@ -139,15 +140,7 @@ def main() -> int:
         workload(folder, args.files)
         env: dict[str, dict[str, str]] = {"kit": {}, "harness": {}, "floor": {}}
         if args.baseline:
-            root = Path(__file__).resolve().parent.parent
-            (folder / "baseline").mkdir()
-            archive = subprocess.run(
-                ["git", "archive", args.baseline, "kit"], cwd=root, capture_output=True, check=True
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", str(folder / "baseline")], input=archive, check=True)
-            # Compiled once, as this checkout's modules are: else every baseline run would compile the kit.
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder / "baseline")], check=True)
-            env["baseline"] = {"PYTHONPATH": str(folder / "baseline")}
+            env["baseline"] = {"PYTHONPATH": str(extract(args.baseline, folder / "baseline"))}
             print(f"baseline: kit as of {args.baseline}")
         for r in range(args.rounds + 1):  # round 0 warms the page and bytecode caches; not counted
             for cases in ("one", "many"):

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import anyio
+from baseline import extract
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,11 +67,7 @@ def main() -> int:
     args = ap.parse_args()
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("KIT_")}
     with tempfile.TemporaryDirectory(prefix="kit-mcp-bench-") as tmp:
-        archive = subprocess.run(["git", "archive", args.baseline, "kit"], cwd=ROOT, capture_output=True, check=True)
-        old = str(Path(tmp) / "baseline")
-        os.mkdir(old)
-        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", old], check=True)
+        old = str(extract(args.baseline, Path(tmp) / "baseline"))
         envs = {"kit": base_env, "baseline": {**base_env, "PYTHONPATH": old}}
         cpu: dict[tuple[str, str], list[float]] = {}
         said: dict[str, str] = {}

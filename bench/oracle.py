@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline import extract
+
 ROOT = Path(__file__).resolve().parent.parent
 KIT = str(Path(sys.executable).parent / "kit")
 TOOLS = ["lookup_customer", "lookup_order", "search_kb", "issue_refund", "send_email"]
@@ -331,12 +333,7 @@ def main() -> None:
         files = write_workload(folder, a.traces)
         baseline = None
         if a.baseline:
-            baseline = folder / "baseline"
-            baseline.mkdir()
-            archive = subprocess.run(["git", "archive", a.baseline, "kit"], cwd=ROOT, capture_output=True, check=True)
-            subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive.stdout, check=True)
-            # Compiled once, as the checkout's modules are: else each process compiles it (PYTHONDONTWRITEBYTECODE).
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(baseline)], check=True)
+            baseline = extract(a.baseline, folder / "baseline")
             print(f"baseline: kit as of {a.baseline}")
         figures = side_by_side(folder, files, a.rounds, baseline)
         ms = import_ms("kit.evaluate", baseline)

@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline import extract
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -229,12 +231,7 @@ def invoke_cost(a: argparse.Namespace) -> int:
 def compare(a: argparse.Namespace) -> int:
     """This checkout against `a.baseline`, interleaved (the order alternates every round)."""
     with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "baseline"
-        old.mkdir()
-        archive = subprocess.run(["git", "archive", a.baseline], cwd=ROOT, capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
-        # Compiled once, as the checkout's modules are (else each process would compile it, PYTHONDONTWRITEBYTECODE).
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(old)], check=True)
+        old = extract(a.baseline, Path(tmp) / "baseline", paths=())
         tapes = Path(tmp) / "cassettes"
         tapes.mkdir()
         record(a.cases, str(tapes))

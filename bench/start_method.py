@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline import extract
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ONE = """
@@ -77,12 +79,8 @@ def main() -> int:
         return 0
     tmp = tempfile.TemporaryDirectory(prefix="kit-start-bench-")
     base, here = Path(tmp.name) / "base", Path(tmp.name) / "run"
-    base.mkdir()
+    extract(args.baseline, base)
     here.mkdir()
-    archive = subprocess.run(["git", "archive", args.baseline, "kit"], cwd=ROOT, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
-    # Compiled once, as the checkout's modules are (else each process would compile it, PYTHONDONTWRITEBYTECODE).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(base)], check=True)
     envs = {"fork": {"PYTHONPATH": str(base)}, "spawn": {}}
     times: dict[str, list[float]] = {"fork": [], "spawn": []}
     cpus: dict[str, list[float]] = {"fork": [], "spawn": []}
