@@ -27,7 +27,7 @@ from typing import Any
 from baseline import extract
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "golden" / "fixtures" / "shop.json"
+FIXTURES = ROOT / "kit" / "agent" / "shop.json"  # the reference agent's seed data, given to both sides
 REPEATS = 5
 ALICE = {"customer_id": "C001", "email": "alice.moreau@example.com"}
 # Lookups whose matching rules (case folding, digits of a phone) a change of database could alter.
@@ -111,7 +111,7 @@ def _attacks() -> list[str]:
     import yaml
 
     texts = []
-    for path in (ROOT / "redteam" / "attacks.yaml", ROOT / "redteam" / "generic" / "attacks.yaml"):
+    for path in (ROOT / "redteam" / "attacks.yaml", ROOT / "kit_promptfoo" / "redteam" / "generic" / "attacks.yaml"):
         texts += [a["text"] for a in (yaml.safe_load(path.read_text()) or {}).get("attacks") or []]
     return texts
 
