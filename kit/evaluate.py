@@ -3,11 +3,10 @@ CheckSpec). A check that raises is an `error` that keeps its traceback, never a 
 
 from __future__ import annotations
 
-from time import monotonic
 from typing import TYPE_CHECKING
 
 from kit.checks import REGISTRY, limits
-from kit.checks.limits import check_timeout
+from kit.checks.limits import timed
 from kit.result import CaseRun, Result, Verdict
 
 if TYPE_CHECKING:  # judging needs neither pydantic nor YAML: the trace and the case come made
@@ -21,21 +20,16 @@ def run_check(spec: CheckSpec, trace: Trace) -> Result:
 
 
 def _run(spec: CheckSpec, trace: Trace, watch: _Watch | None) -> Result:
-    """The check's result. With `watch` (limits.timer()), the check runs under its time limit as its
-    `bounded` wrapper would run it, without deciding again per check whether this thread times checks."""
+    """The check's result. With `watch` (limits.timer()), the check runs under its time limit through
+    `limits.timed`, as its `bounded` wrapper runs it, without deciding again per check whether this thread
+    times checks."""
     try:
         fn = REGISTRY[spec.type].fn
         inner = None if watch is None else getattr(fn, "unbounded", None)
         if watch is None or inner is None:
             verdict = fn(trace, **spec.params)
         else:
-            if not watch.armed:
-                watch.arm(check_timeout())
-            watch.check_since = monotonic()
-            try:
-                verdict = inner(trace, **spec.params)
-            finally:
-                watch.check_since = 0.0
+            verdict = timed(watch, inner, trace, spec.params)
     except Exception as e:  # a crashing check must be visible as an error, not a pass or a crash
         import traceback  # only a check that raises needs it
 

@@ -139,33 +139,36 @@ def bounded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn(trace, **params)` under the check time limit (on the main thread; see the module's doc)."""
 
     def run(trace: Any, **params: Any) -> Any:
-        watch = _WATCH
-        if watch.check_since or threading.get_ident() != watch.main:
-            return fn(trace, **params)
-        if not watch.armed:
-            watch.arm(check_timeout())
-        watch.check_since = time.monotonic()
-        try:
-            return fn(trace, **params)
-        finally:
-            watch.check_since = 0.0
+        watch = timer()
+        return fn(trace, **params) if watch is None else timed(watch, fn, trace, params)
 
     run.__wrapped__ = fn  # type: ignore[attr-defined]
-    run.unbounded = fn  # type: ignore[attr-defined]  # for `timer()`'s callers, who time it themselves
+    run.unbounded = fn  # type: ignore[attr-defined]  # for `timer()`'s callers, who time it with `timed`
     run.__name__ = getattr(fn, "__name__", "check")
     return run
 
 
 def timer() -> _Watch | None:
-    """What `bounded` decides at every call, decided once for a run of checks on one thread (`kit.evaluate`):
-    the watch when checks here run under the CPU-time timer and none is running, else None (another thread,
-    or inside a running check, whose own limit holds). The caller then runs each check's `unbounded` function
-    as `bounded` would: `arm` the watch when it is not `armed`, set `check_since = time.monotonic()`, and
-    set it back to 0.0 in a `finally` as soon as the check returns or raises."""
+    """Whether checks on this thread run under the CPU-time timer: the watch when they do and none is running,
+    else None (another thread, or inside a running check, whose own limit holds). `bounded` asks at every
+    call; `kit.evaluate` asks once for the run of checks of one trace, then runs each check's `unbounded`
+    function through `timed`."""
     watch = _WATCH
     if watch.check_since or threading.get_ident() != watch.main:
         return None
     return watch
+
+
+def timed(watch: _Watch, fn: Callable[..., Any], trace: Any, params: dict[str, Any]) -> Any:
+    """`fn(trace, **params)` as the running check of `watch` (from `timer()`): the timer armed if it is not,
+    the check's start marked, and unmarked however it ends."""
+    if not watch.armed:
+        watch.arm(check_timeout())
+    watch.check_since = time.monotonic()
+    try:
+        return fn(trace, **params)
+    finally:
+        watch.check_since = 0.0
 
 
 class watched_query:  # a context manager, named like one
