@@ -83,11 +83,7 @@ class CaseRun:
             "case_id": self.case_id,
             "attempt": self.attempt,
             "passed": self.passed,
-            # Result.to_dict, inlined: one call fewer for every check of every run.
-            "checks": [
-                {"check": r.name, "outcome": "error" if r.error else "pass" if r.passed else "fail", "reason": r.reason}
-                for r in self.results
-            ],
+            "checks": [r.to_dict() for r in self.results],
         }
         if self.error is not None:
             out["error"] = self.error
