@@ -14,7 +14,7 @@ all resolve their agent, cases, invariants, rubrics, judge, red-team corpus, mod
 run's kind here, so the same settings give the same runs in every front end. A front end adds only what is
 its own (the red team's control target names its variant; a Promptfoo config may name its agent).
 
-The plan travels whole: `Plan.document()` is one JSON document (settings, agent, variant, policy, cassettes,
+The plan travels whole: `Plan.document()` is one JSON document (settings, agent, variant, agent policy, cassettes,
 kind, cases and their hashes, invariants, judge, corpus, model id, store, evals id); `Plan.env()` writes it
 to a file and names it in KIT_PLAN, and `current_plan()` in a subprocess rebuilds exactly that plan. A
 secret (an API key) is never written to the file: the document names the variable that holds it.
@@ -90,7 +90,8 @@ class Plan:
         return isinstance(self.chosen, Agent) and self.chosen.uses_kit_agent
 
     @property
-    def policy(self) -> str | None:
+    def agent_policy(self) -> str | None:
+        """The reference agent's policy (deterministic or model), None for a user's agent."""
         return None if not self.reference else self.settings.agent_policy
 
     @property
@@ -229,7 +230,7 @@ class Plan:
             "agent": self.agent_name,
             "reference": self.reference,
             "variant": self.variant,
-            "policy": self.policy,
+            "agent_policy": self.agent_policy,
             "replay": str(self.replay.absolute()) if self.replay else None,
             "record": str(self.record.absolute()) if self.record else None,
             "kind": self.kind,
@@ -311,7 +312,7 @@ def plan_from_document(
         settings,
         kind=kind,
         variant=doc.get("variant"),
-        policy=doc.get("policy"),
+        policy=doc.get("agent_policy"),
         replay=doc.get("replay"),
         record=doc.get("record"),
         cases=doc.get("cases"),
@@ -386,7 +387,7 @@ def current_plan(
         kind=kind or base.kind,
         agent=agent,
         variant=variant or (base.variant if agent is None else None),
-        policy=policy or (doc.get("policy") if agent is None else None),
+        policy=policy or (doc.get("agent_policy") if agent is None else None),
         replay=base.replay if agent is None else None,
         record=base.record if agent is None else None,
         cases=cases if cases is not None else base.cases_path,

@@ -16,7 +16,7 @@ Sources, lowest to highest precedence:
     [tool.kit.judge]
     model = "qwen2.5-7b-instruct"
     base_url = "http://127.0.0.1:8000/v1"
-    [tool.kit.user]                      # the simulated user of `user:` cases (kit/usersim.py)
+    [tool.kit.user]                      # the simulated user of `user:` cases (kit/runner/usersim.py)
     model = "qwen2.5-7b-instruct-2024-09-19"
     base_url = "http://127.0.0.1:8001/v1"
     [tool.kit.redteam]
@@ -132,7 +132,7 @@ class JudgeSettings(_Frozen):
 
 class UserSettings(_Frozen):
     """The user model that plays the customer in simulated-user cases (`user:`); `model` unset means no
-    user model (those cases are recorded as skipped). Validated further by kit.usersim.user_config."""
+    user model (those cases are recorded as skipped). Validated further by kit.runner.usersim.user_config."""
 
     model: str | None = None
     base_url: str | None = None

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kit.agent.cassette import Cassette
+from kit.agent.chat_http import ChatEndpointError, post_chat_completion
 from kit.agent.session import Session
 from kit.agent.tools import openai_tools
-from kit.chat_http import ChatEndpointError, post_chat_completion
 
 if TYPE_CHECKING:
     from kit.settings import Settings

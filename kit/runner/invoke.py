@@ -50,8 +50,8 @@ from kit.runner.agents import Agent, MalformedTrace, resolve_awaitable, to_trace
 from kit.runner.conversation import NextMessage, TurnError, converse, scripted
 from kit.runner.frameworks import with_end_state_read
 from kit.runner.slots import Slots, from_env
+from kit.runner.usersim import UserModelError
 from kit.trace import Trace, parse_trace
-from kit.usersim import UserModelError
 
 # Rate-limit retries: at most RETRIES more calls, waiting BACKOFF_S * 2**k (k = 0, 1, ...), at most
 # BACKOFF_MAX_S, times a random factor in [0.5, 1] so callers that were limited together do not retry together.
@@ -197,7 +197,7 @@ def _dialogue(agent: Agent, case: Case) -> _Dialogue | str:
         )
     if turns is not None:
         return _Dialogue(scripted(turns), len(turns))
-    from kit.usersim import NO_USER_REASON, SimulatedUser, user_config
+    from kit.runner.usersim import NO_USER_REASON, SimulatedUser, user_config
 
     assert user is not None
 

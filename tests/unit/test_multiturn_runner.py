@@ -14,9 +14,9 @@ from kit.case import load_suite
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.runner import invoke
 from kit.runner.agents import load_agent, reference_agent
+from kit.runner.usersim import NO_USER_REASON, PROMPT, STOP, prompt_hash
 from kit.store.rows import case_rows
 from kit.trace import parse_trace
-from kit.usersim import NO_USER_REASON, PROMPT, STOP, prompt_hash
 
 CALLS: list[dict[str, Any]] = []
 MODULE = "tests.unit.test_multiturn_runner"

@@ -27,7 +27,7 @@ def test_document_is_json_and_names_everything(tmp_path: Path) -> None:
     doc = json.loads(json.dumps(plan.document()))
     assert doc["variant"] == "double_refund" and doc["settings"]["variant"] == "double_refund"
     assert doc["agent"] == "reference:deterministic+double_refund"
-    assert doc["policy"] == "deterministic" and doc["kind"] == "golden"
+    assert doc["agent_policy"] == "deterministic" and doc["kind"] == "golden"
     assert doc["model"] == "deterministic-policy"
     assert doc["store"] == str(tmp_path / "s.duckdb")
     assert doc["invariants"] == str(ROOT / "golden" / "invariants.yaml")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from kit.chat_http import ChatEndpointError, post_chat_completion
+from kit.agent.chat_http import ChatEndpointError, post_chat_completion
 from kit.errors import KitInputError
 from kit.settings import Settings, load_settings
 
