@@ -59,14 +59,16 @@ BASELINE_STORE ?=
 EVALS_OUT ?=
 CONCURRENCY ?=
 # The variables reach the pipeline in the environment, never through the shell: a value with a space, a
-# quote or a `;` in it is one argument, exactly as typed.
-evals: export KIT_MAKE_AGENT = $(value AGENT)
-evals: export KIT_MAKE_VARIANT = $(value VARIANT)
-evals: export KIT_MAKE_CASES = $(value CASES)
-evals: export KIT_MAKE_SHARDS = $(value SHARDS)
-evals: export KIT_MAKE_BASELINE_STORE = $(value BASELINE_STORE)
-evals: export KIT_MAKE_EVALS_OUT = $(value EVALS_OUT)
-evals: export KIT_MAKE_CONCURRENCY = $(value CONCURRENCY)
+# quote or a `;` in it is one argument, exactly as typed. Every target that runs a stage takes them alike
+# (`make deepeval-evals VARIANT=double_refund` runs the faulted agent, as `make evals` does).
+STAGE_TARGETS := evals promptfoo-eval deepeval-evals promptfoo-redteam
+$(STAGE_TARGETS): export KIT_MAKE_AGENT = $(value AGENT)
+$(STAGE_TARGETS): export KIT_MAKE_VARIANT = $(value VARIANT)
+$(STAGE_TARGETS): export KIT_MAKE_CASES = $(value CASES)
+$(STAGE_TARGETS): export KIT_MAKE_SHARDS = $(value SHARDS)
+$(STAGE_TARGETS): export KIT_MAKE_BASELINE_STORE = $(value BASELINE_STORE)
+$(STAGE_TARGETS): export KIT_MAKE_EVALS_OUT = $(value EVALS_OUT)
+$(STAGE_TARGETS): export KIT_MAKE_CONCURRENCY = $(value CONCURRENCY)
 evals: packages
 	$(PY) -m kit.pipeline --from-make
 
@@ -105,7 +107,7 @@ agent-cassettes: $(STAMP) agent-tools
 # --- DeepEval: the golden suite through `deepeval test run`, oracle checks as hard gates and
 # G-Eval rubrics as soft gates, results in the store (source deepeval). The variables must be set before
 # DeepEval starts: it reads .env and builds its telemetry client at import, before tests/evals loads.
-# KIT_VARIANT=<fault> selects a fault variant; KIT_JUDGE_MODEL/KIT_JUDGE_BASE_URL configure the judge.
+# VARIANT=<fault> selects a fault variant (as for `make evals`); KIT_JUDGE_MODEL/KIT_JUDGE_BASE_URL configure the judge.
 .PHONY: deepeval-evals
 deepeval-evals: export KIT_MAKE_ONLY = deepeval
 deepeval-evals: $(STAMP)
