@@ -11,9 +11,11 @@ the call.
     attack_for_parent(root)             # in `kit mcp serve`: the attack its parent process is under, else None
 
 Which attack, per call: a file `<root>/.kit/mcp/attacks/<pid>.json` for the process that calls the agent (the
-Promptfoo provider's worker, which calls it in-process); the server the agent starts over stdio is that
-process's child and reads its parent's file. Other processes' agents (the kit's runner in the same `make
-evals`, other workers) are never attacked. A server reached over HTTP is not a child: it is never attacked.
+Promptfoo provider's worker, which calls it in-process), holding that process's start time; the server the agent
+starts over stdio is that process's child and reads its parent's file, only if the parent is the process the
+file was made for (a later process given the same pid is never attacked). Other processes' agents (the kit's
+runner in the same `make evals`, other workers) are never attacked. A server reached over HTTP is not a child:
+it is never attacked.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from kit.mcp.cassette import MISS
 from kit.mcp.hostile import ATTACKS, HostileServer
+from kit.mcp.process import alive, identity, start_time
 
 FOLDER = Path(".kit") / "mcp" / "attacks"
 PLUGIN = "mcp-tool-poisoning"
@@ -96,10 +99,11 @@ def attacking(root: Path, attack: str) -> Iterator[Path]:
         from kit.errors import KitInputError
 
         raise KitInputError(f"no MCP attack {attack!r} (attacks: {', '.join(ATTACKS)})")
-    path = _file(root, os.getpid())
+    pid, started = identity()
+    path = _file(root, pid)
     path.parent.mkdir(parents=True, exist_ok=True)
     _prune(path.parent)
-    path.write_text(json.dumps({"attack": attack}), encoding="utf-8")
+    path.write_text(json.dumps({"attack": attack, "started": started}), encoding="utf-8")
     try:
         yield path
     finally:
@@ -107,23 +111,28 @@ def attacking(root: Path, attack: str) -> Iterator[Path]:
 
 
 def _prune(folder: Path) -> None:
-    """Remove the files of processes that are gone (a worker killed mid-call leaves its file behind), so a
-    later process given the same pid is never attacked by mistake."""
+    """Remove the files of processes that are gone (a worker killed mid-call leaves its file behind)."""
     for f in folder.glob("*.json"):
+        if not f.stem.isdigit():
+            continue
         try:
-            os.kill(int(f.stem), 0)
-        except ProcessLookupError:
+            started = json.loads(f.read_text(encoding="utf-8")).get("started")
+        except (OSError, ValueError, AttributeError):
+            started = None
+        if not alive(int(f.stem), started):
             f.unlink(missing_ok=True)
-        except (ValueError, PermissionError, OSError):
-            continue  # not a pid, or a live process of another user
 
 
 def attack_for_parent(root: Path) -> str | None:
-    """The attack the process that started this one is under (None: not attacked)."""
-    path = _file(root, os.getppid())
+    """The attack the process that started this one is under (None: not attacked). A file another process of
+    the same pid left (its start time is not the parent's) attacks nothing."""
+    parent = os.getppid()
     try:
-        attack = json.loads(path.read_text(encoding="utf-8")).get("attack")
+        made = json.loads(_file(root, parent).read_text(encoding="utf-8"))
+        attack, started = made.get("attack"), made.get("started")
     except (OSError, ValueError, AttributeError):
+        return None
+    if started != start_time(parent):
         return None
     return attack if attack in ATTACKS else None
 

@@ -16,6 +16,7 @@ import pytest
 from kit.case import load_suite
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.mcp import attacked
+from kit.plan import current_plan
 from kit_promptfoo.redteam import config, generator, hooks, target
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +42,7 @@ def _attack(attack: str) -> dict:
     """The test Promptfoo hands the hook for one attack of the plugin, named and given its case."""
     test = {"vars": {"prompt": attacked.QUESTIONS[attack]}, "metadata": {"pluginId": "policy",
             "pluginConfig": {"modifiers": {"kit_category": attacked.PLUGIN}}}}  # fmt: skip
-    return hooks.mcp_attack(hooks.name_attack(test, hooks.known_attacks()))
+    return hooks.mcp_attack(hooks.name_attack(test, hooks.known_attacks(hooks.corpus.GENERIC)))
 
 
 def _run(attack: str, obey: bool) -> dict:
@@ -64,11 +65,11 @@ def _run(attack: str, obey: bool) -> dict:
 
 def test_the_config_carries_the_plugin_for_an_agent_with_mcp_servers(repo: Path) -> None:
     out = repo / "gen" / "redteam.yaml"
-    built = config.build(out, agent="_mcp_desk:run", mcp=True)
+    built = config.build(out, current_plan())
     [mine] = [p for p in built["redteam"]["plugins"] if p["config"]["modifiers"]["kit_category"] == attacked.PLUGIN]
     assert mine["numTests"] == 5 and "base64" in mine["config"]["excludeStrategies"]
     assert built["targets"][0]["id"].endswith("/redteam/target.py")
-    plain = config.build(out, agent="_mcp_desk:run")
+    plain = config.build(out, current_plan().derive(mcp={"servers": {}}))
     assert attacked.PLUGIN not in json.dumps(plain["redteam"]["plugins"])
     asked = generator.call_api(f"kit_category: {attacked.PLUGIN}", {}, {})["output"].splitlines()
     assert asked == [f"Prompt: {q}" for q in attacked.QUESTIONS.values()]
@@ -119,7 +120,7 @@ def test_an_attack_file_a_dead_worker_left_is_pruned(repo: Path) -> None:
     stale = folder / f"{int(gone.stdout)}.json"
     stale.write_text(json.dumps({"attack": "rug-pull"}))
     with attacked.attacking(repo, "shadowing") as mine:
-        assert json.loads(mine.read_text()) == {"attack": "shadowing"} and not stale.exists()
+        assert json.loads(mine.read_text())["attack"] == "shadowing" and not stale.exists()
     assert not mine.exists()
 
 
