@@ -18,11 +18,6 @@ from typing import Any
 MTOK = 1_000_000
 
 
-def price_table() -> Mapping[str, tuple[float, float]]:
-    """The settings' prices, to price many traces with one read of the settings (`priced(t, price_table())`)."""
-    return _overrides()
-
-
 def _overrides() -> Mapping[str, tuple[float, float]]:
     """The project's `[tool.kit.prices]` (model id -> USD per million tokens, input and output)."""
     from kit.settings import load_settings

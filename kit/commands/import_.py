@@ -14,13 +14,14 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
 from kit.errors import KitInputError
 from kit.importers import FORMATS, iter_import
 from kit.importers.end_state import read_end_state
-from kit.pricing import price_table, priced
+from kit.pricing import priced
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +53,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from kit.settings import load_settings
+
+    # The settings are validated as every command validates them (a bad one is exit 2, named), and their
+    # [tool.kit.prices] price the imported calls, over genai-prices'.
+    prices = load_settings().prices
     notes: list[str] = []
     out_dir = Path(args.output).parent if args.output else None
     if out_dir is not None:
@@ -60,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     # with the runs, and bad input anywhere leaves nothing written.
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out_dir, suffix=".part", delete=False) as tmp:
         try:
-            code, count = _write_all(args, notes, tmp)
+            code, count = _write_all(args, notes, tmp, prices)
         except BaseException:
             tmp.close()
             Path(tmp.name).unlink(missing_ok=True)
@@ -97,14 +103,15 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tuple[int, int]:
+def _write_all(
+    args: argparse.Namespace, notes: list[str], out: IO[str], prices: Mapping[str, tuple[float, float]]
+) -> tuple[int, int]:
     """(exit code, traces written): every trace converted and written to `out`, as one JSON object for one
     trace and a JSON list for several (the bytes of json.dumps(..., indent=2) of the whole)."""
     # Runs of one case from several files must not share an attempt number (the store keys on it).
     seen: dict[str, set[int]] = {}
     held: str | None = None  # the first trace, until a second one says the output is a list
     n = bare = 0
-    prices = price_table()  # read once: model calls with tokens and no cost get their model's price, as live runs do
     try:
         state = read_end_state(args.end_state) if args.end_state else None
         traces = iter_import(
@@ -137,7 +144,7 @@ def _write_all(args: argparse.Namespace, notes: list[str], out: IO[str]) -> tupl
                     notes.append(f"the run's own end_state ({', '.join(t['end_state'])}) replaced by {args.end_state}")
                 t.pop("end_state_columns", None)
                 t.update(state.fields())  # the tables' rows, and their columns and types (empty tables too)
-            priced(t, prices)
+            priced(t, prices)  # model calls with tokens and no cost get their model's price, as live runs do
             bare += _no_content(t)
             text = json.dumps(t, indent=2, default=str)
             if n == 0:

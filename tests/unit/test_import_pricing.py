@@ -46,3 +46,15 @@ def test_the_projects_prices_win_on_import(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     [span] = _llm_spans(tmp_path, "desk-model-7")
     assert span["cost_usd"] == pytest.approx(0.002) and span["cost_source"] == "settings"
+
+
+def test_import_refuses_bad_settings_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A price the settings cannot read is the project's mistake: never priced at genai-prices' rate instead.
+    (tmp_path / "pyproject.toml").write_text('[tool.kit.prices]\n"gpt-4o-2024-08-06" = "cheap"\n')
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(_conversation("gpt-4o-2024-08-06")))
+    assert main(["import", str(src), "--case-id", "c", "-o", str(tmp_path / "out.json")]) == 2
+    assert "prices" in capsys.readouterr().err and not (tmp_path / "out.json").exists()
