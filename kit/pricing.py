@@ -96,3 +96,19 @@ def priced(data: dict[str, Any], overrides: Mapping[str, tuple[float, float]] | 
         span["cost_usd"], span["cost_source"] = round(found[0], 10), found[1]
         span.pop("cost_known", None)
     return data
+
+
+def unpriced_calls(spans: Any) -> list[str]:
+    """The models of the llm spans that carry tokens and no cost (their price unknown), one entry per span:
+    a run with any of them has no cost (a sum of the priced calls alone reads as the run's, and passes
+    budgets it should not). Spans as dicts or as kit.trace.Span (whose fields hold only what was given)."""
+    out: list[str] = []
+    for s in spans or ():
+        fields = s if isinstance(s, Mapping) else vars(s)
+        if not isinstance(fields, Mapping) or fields.get("kind") != "llm":
+            continue
+        if not (fields.get("tokens_in") or fields.get("tokens_out")):
+            continue
+        if fields.get("cost_usd") is None or fields.get("cost_known") is False:
+            out.append(str(fields.get("model") or fields.get("name") or "an unnamed model"))
+    return out

@@ -210,8 +210,14 @@ def measured(trace: Any, key: str) -> float:
         known = any(_given(s, "tokens_in") or _given(s, "tokens_out") for s in spans)
         what = "tokens not recorded: no span gives tokens_in or tokens_out"
     elif key == "cost_usd":
+        from kit.pricing import unpriced_calls
+
         known = any(_given(s, "cost_usd") for s in spans)
         what = "cost_usd not recorded: no span gives a cost_usd"
+        unpriced = unpriced_calls(spans)
+        if unpriced:  # the priced calls' sum is not the run's cost
+            known = False
+            what = f"cost_usd not recorded: {len(unpriced)} model call(s) with tokens and no price ({unpriced[0]})"
     elif key == "latency_ms":
         known = trace.latency_ms is not None or any(s.latency_ms is not None for s in spans)
         what = "latency_ms not recorded: neither the trace nor a span gives a latency_ms"

@@ -54,7 +54,15 @@ def metrics(case_run: CaseRun, trace: Any) -> dict[str, Any]:
                 found[k] = totals.get(k)
     if trace is not None and found.get("cost_usd") == 0 and not _cost_given(trace):
         found["cost_usd"] = None  # no span gives a cost: not recorded, never a 0 nobody measured
+    if trace is not None and found.get("cost_usd") is not None and _unpriced(trace):
+        found["cost_usd"] = None  # a call of unknown price: the priced calls' sum is not the run's cost
     return {k: found.get(k) for k in METRICS}
+
+
+def _unpriced(trace: Any) -> bool:
+    from kit.pricing import unpriced_calls
+
+    return bool(unpriced_calls(trace.get("spans") if isinstance(trace, Mapping) else getattr(trace, "spans", [])))
 
 
 def _cost_given(trace: Any) -> bool:

@@ -39,6 +39,12 @@ def unknown_model(text: str) -> list[dict[str, Any]]:
     return _reply("desk-model-7")
 
 
+def partly_priced(text: str) -> list[dict[str, Any]]:
+    """A priced call, then 2.5 M tokens of a model nobody has a price for."""
+    unknown = {**_reply("desk-model-7")[1], "usage": {"prompt_tokens": 2_500_000, "completion_tokens": 0}}
+    return [*_reply("gpt-4o-mini-2024-07-18"), {**unknown, "content": "hello again"}]
+
+
 def own_cost(text: str) -> dict[str, Any]:
     span = {"kind": "llm", "name": "gpt-4o-2024-08-06", "tokens_in": 1000, "tokens_out": 500, "cost_usd": 0.5}
     return {"final_output": "hello", "spans": [span]}
@@ -112,3 +118,24 @@ def test_a_run_of_a_known_model_has_a_cost_and_an_unknown_one_says_not_recorded(
     assert costs["known_model"] == (pytest.approx(0.0075), pytest.approx(0.0075))
     assert costs["unknown_model"] == (None, None)
     assert costs["own_cost"] == (pytest.approx(0.5), pytest.approx(0.5))
+
+
+def test_one_unpriced_call_leaves_the_run_without_a_cost_and_a_cost_budget_an_error(tmp_path: Path) -> None:
+    f = tmp_path / "cases.yaml"
+    f.write_text("id: c\ninput: hi\nchecks:\n  - {type: budget, cost_usd: 0.01}\n")
+    [case] = load_suite(f).cases
+    inv = invoke(load_agent(f"{MODULE}:partly_priced"), case, 0, timeout=10)
+    priced_spans = [s for s in inv.trace["spans"] if s.get("cost_usd")]
+    assert len(priced_spans) == 1  # the priced call kept its price: the sum alone would pass the budget
+    assert not inv.case_run.passed and inv.case_run.outcome == "error", inv.case_run
+    assert "cost_usd not recorded" in str(inv.case_run.error or inv.case_run.results) and "desk-model-7" in str(
+        inv.case_run.error or inv.case_run.results
+    )
+    store = open_store(tmp_path / "store.duckdb")
+    run_id = store.start_run("kit", agent="partly_priced")
+    store.record(run_id, inv.case_run, inv.trace)
+    store.finish_run(run_id)
+    with store.connect() as con:
+        [row] = q.run_costs(con, [run_id])
+        stored = con.execute("SELECT cost_usd FROM case_results WHERE run_id = ?", [run_id]).fetchone()[0]
+    assert (row["cost_usd"], stored) == (None, None)
