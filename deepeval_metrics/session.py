@@ -8,8 +8,8 @@ import os
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
-from kit.gate.policy import GatePolicy, load_policy
-from kit.gate.rules import RunRules, run_rules
+from kit.gate.policy import GatePolicy
+from kit.gate.rules import RunRules
 from kit.gate.verdict import SoftFloor, soft_floors
 from kit.plan import Plan, trace_model
 from kit.store import Store, new_run_id, open_store
@@ -46,7 +46,7 @@ class EvalSession:
                 raise RuntimeError("an xdist worker's plan has no run id: the controller did not start a run")
             return cls(store, plan.settings.run_id, owner=False)
         run_id = plan.settings.run_id or new_run_id(source)
-        rules = run_rules(plan.suite, load_policy(plan.settings.gates))
+        rules = plan.rules()
         store.start_run(source, run_id=run_id, meta=meta, evals_id=plan.evals_id, rules=rules, **run)
         os.environ.update(plan.derive(run_id=run_id).env())
         return cls(store, run_id, owner=True, rules=rules)

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -45,6 +45,8 @@ from kit.settings import SECRETS, Settings, load_settings, project_root, secrets
 from kit.store.rows import RunKind
 
 if TYPE_CHECKING:
+    from kit.gate.policy import GatePolicy
+    from kit.gate.rules import RunRules
     from kit.judge import JudgeConfig
 
 # The reference agent's deterministic policy calls no model: its runs say so instead of a model id.
@@ -121,6 +123,40 @@ class Plan:
         """The cases with their invariants expanded (and the errors of those that did not load)."""
         return load_suite(self.cases, self.invariants)
 
+    @cached_property
+    def gate_policy(self) -> GatePolicy:
+        """The gate policy the settings name (`gates`, default gates.yaml): its defaults when the file is not
+        there, a KitInputError naming it when it does not load."""
+        from kit.gate.policy import load_policy
+
+        return load_policy(self.settings.gates)
+
+    def rules(
+        self,
+        *,
+        case_ids: list[str] | None = None,
+        runs: int | None = None,
+        with_errors: bool = True,
+        origin: Literal["run", "ingest"] = "run",
+        with_cases: bool = True,
+    ) -> RunRules:
+        """The rules a run of this plan's suite runs under, recorded with it (kit.gate.rules.run_rules):
+        the cases' floors and runs, the case files, those that did not load, the gate policy and its file.
+        `with_cases=False`: the policy alone (a run of other cases than the suite's)."""
+        from kit.gate.rules import RunRules, run_rules
+
+        if not with_cases:
+            return RunRules(policy=self.gate_policy, policy_file=str(self.settings.gates.absolute()), origin=origin)
+        return run_rules(
+            self.suite,
+            self.gate_policy,
+            case_ids=case_ids,
+            runs=runs,
+            with_errors=with_errors,
+            origin=origin,
+            policy_file=self.settings.gates,
+        )
+
     @property
     def rubrics(self) -> Path:
         return self.settings.rubrics
@@ -144,6 +180,11 @@ class Plan:
         from kit.judge import judge_config
 
         return judge_config(self.settings)
+
+    @property
+    def root(self) -> Path:
+        """The project's folder (kit.settings.project_root over these settings)."""
+        return project_root(self.settings)
 
     @property
     def redteam_corpus(self) -> Path:

@@ -59,13 +59,13 @@ def main(args: argparse.Namespace) -> int:
     try:
         refs = args.run or _default_runs(store, args.source)
         for ref in refs:
-            result = gate_run(store, ref, policy, floors, baseline=args.baseline, source=args.source)
+            result = gate_run(store, ref, policy, floors, baseline=args.baseline, source=args.source, named=args.config)
             if not result.own_rules:  # the files as they are now judge it: say what could not be read
                 floor_notes, notes = [], [*floor_notes, *result.notes]
-            elif args.config or args.cases:
+            elif args.cases:
                 notes = [
-                    f"run {result.run['run_id']} recorded its own rules: --config and --cases apply only to "
-                    "runs stored without them",
+                    f"run {result.run['run_id']} recorded its own case floors: --cases applies only to runs "
+                    "stored without them",
                     *result.notes,
                 ]
             else:
@@ -121,12 +121,15 @@ def gate_run(
     *,
     baseline: str | None = None,
     source: str | None = None,
+    named: str | None = None,
 ) -> GateResult:
     """The gate (kit.gate.verdict.verdict) on one run, against `baseline` (a run reference) when given: what
     `kit gate` prints and `make evals` shows, from one function. The run is judged by the rules it recorded
     (kit.gate.rules); `policy` and `floors` (the files as they are now) apply only to a run stored without
     them, and the notes say so, as they say which case file changed since the run and which run the
-    baseline is and why. RunNotFound, or KitInputError when the baseline is the gated run itself."""
+    baseline is and why. `named`: the policy file a person named for this gate (`--config`): `policy` then
+    wins over the recorded one (a case's own floor stays the run's), and the first note says which policy
+    judged the run. RunNotFound, or KitInputError when the baseline is the gated run itself."""
     from kit.errors import KitInputError
     from kit.gate.verdict import Baseline, verdict
     from kit.names import printable
@@ -137,7 +140,7 @@ def gate_run(
     run_id = data.run["run_id"]
     with store.connect() as con:
         recorded = q.run_rules_json(con, run_id)
-        rules, notes = _rules_of(recorded, run_id, policy, floors or {})
+        rules, notes = _rules_of(recorded, run_id, policy, floors or {}, named)
         base_data = None
         if baseline:
             base, why = _baseline(con, baseline, data.run, rules.policy.baseline.max_error_share, source)
@@ -156,10 +159,11 @@ def gate_run(
 
 
 def _rules_of(
-    recorded_json: str | None, run_id: str, policy: Any, floors: dict[str, float]
+    recorded_json: str | None, run_id: str, policy: Any, floors: dict[str, float], named: str | None = None
 ) -> tuple[RunRules, list[str]]:
     """The rules a run is judged by, with notes: those it recorded (and which of its case files changed
-    since, or whether gates.yaml did), else the files as they are now."""
+    since, or whether gates.yaml did), else the files as they are now; under the policy `named` on the
+    command line when one was."""
     recorded = RunRules.from_json(recorded_json)
     if recorded is None:
         cases = {c: CaseRule(floor=f, own=True) for c, f in floors.items()}
@@ -168,12 +172,27 @@ def _rules_of(
             if recorded_json is None
             else ("recorded in a form this kit cannot read")
         )
-        note = f"run {run_id} has no rules of its own ({why}): judged by the case files and gates.yaml as they are now"
+        policy_name = f"the policy named on the command line ({named})" if named else "gates.yaml"
+        note = f"run {run_id} has no rules of its own ({why}): judged by the case files and {policy_name}"
+        note += " as they are now"
         return RunRules(cases=cases, policy=policy), [note]
     notes = recorded.changed_files()
+    if named is not None:
+        was = _shown(recorded.policy_file) if recorded.policy_file else "a policy of its own"
+        notes.insert(0, f"policy: {named} (named on the command line; the run recorded {was})")
+        return recorded.under(policy, str(Path(named).absolute())), notes
     if policy is not None and policy != recorded.policy:
         notes.append(f"the gate policy changed since run {run_id}: judged by the policy recorded with the run")
     return recorded, notes
+
+
+def _shown(path: str) -> str:
+    """A recorded file as a person would name it: relative to the working directory when under it."""
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
 
 
 def _baseline(con: Any, ref: str, run: dict[str, Any], max_error_share: float, source: str | None) -> tuple[str, str]:

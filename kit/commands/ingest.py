@@ -35,10 +35,11 @@ def main(args: argparse.Namespace) -> int:
     if args.git_sha == "auto":
         sha = current_git_sha()
     status = 0
-    # What the run ran under (the settings' cases, their floors and files, the gates file), as `kit run` records.
-    rules = {"rules": _rules_by_kind() if args.tool == "promptfoo" else _rules()}
+    plan = _plan()
+    # What the run ran under (the plan's cases, their floors and files, the gates file), as `kit run` records.
+    rules = {"rules": _rules_by_kind(plan) if args.tool == "promptfoo" else _rules(plan)}
     # A Promptfoo eval of a `make evals` (its store hook runs this under the plan's document) belongs to it.
-    evals = {"evals_id": _evals_id()} if args.tool == "promptfoo" else {}
+    evals = {"evals_id": plan.evals_id if plan is not None else None} if args.tool == "promptfoo" else {}
     for path in args.files:
         try:
             done = ingest(store, path, git_sha=sha, force=args.force, **rules, **evals)
@@ -53,49 +54,42 @@ def main(args: argparse.Namespace) -> int:
     return status
 
 
-def _evals_id() -> str | None:
-    """The plan's evals id (the `make evals` whose document this process runs under), the agent not loaded."""
+def _plan() -> Any:
+    """The plan this process runs under (the `make evals` document its store hook names, else the settings),
+    the agent not loaded; None when the settings do not load: `kit gate` names them, and the results are
+    stored all the same."""
     from kit.errors import KitInputError
-    from kit.plan import current_settings
+    from kit.plan import current_plan
 
     try:
-        return current_settings().evals_id
-    except KitInputError:  # settings that do not load: `kit gate` names them; the results are stored all the same
+        return current_plan()
+    except KitInputError:
         return None
 
 
-def _rules_by_kind() -> Callable[[str], Any]:
+def _rules_by_kind(plan: Any) -> Callable[[str], Any]:
     """A Promptfoo run's rules by its kind, read once per kind per command: a red team's or a control's run is
     held to the policy alone, so its cases are never loaded (its file holds attacks, none of the suite's)."""
     read: dict[str, Any] = {}
 
     def rules(kind: str) -> Any:
         if kind not in read:
-            read[kind] = _rules(with_cases=kind == "golden")
+            read[kind] = _rules(plan, with_cases=kind == "golden")
         return read[kind]
 
     return rules
 
 
-def _rules(*, with_cases: bool = True) -> Any:
-    """What a Promptfoo eval or a DeepEval test run of the settings' cases ran under (kit.gate.rules), recorded
-    with its golden runs:
-    the cases with their invariants (those that did not load included) and the gates file (`with_cases=False`:
-    the gates file alone). The agent is not loaded for it. None where no cases are set up."""
-    from kit.case import load_suite
+def _rules(plan: Any, *, with_cases: bool = True) -> Any:
+    """What a Promptfoo eval or a DeepEval test run of the plan's cases ran under (kit.gate.rules), recorded
+    with its golden runs: the cases with their invariants (those that did not load included) and the gates
+    file (`with_cases=False`: the gates file alone). The agent is not loaded for it. None where no cases are
+    set up, or the plan or its gates do not load (`kit gate` names them)."""
     from kit.errors import KitInputError
-    from kit.gate.policy import load_policy
-    from kit.gate.rules import RunRules, run_rules
-    from kit.plan import suite_invariants
-    from kit.settings import load_settings
 
+    if plan is None or not Path(plan.cases).exists():
+        return None
     try:
-        settings = load_settings()
-        if not settings.cases.exists():
-            return None
-        if not with_cases:
-            return RunRules(policy=load_policy(settings.gates), origin="ingest")
-        suite = load_suite(settings.cases, suite_invariants(settings))
-        return run_rules(suite, load_policy(settings.gates), origin="ingest")
-    except KitInputError:  # settings or gates that do not load: `kit gate` names them
+        return plan.rules(origin="ingest", with_cases=with_cases)
+    except KitInputError:
         return None

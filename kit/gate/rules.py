@@ -35,6 +35,7 @@ class RunRules(_Frozen):
     files: dict[str, str] = Field(default_factory=dict)  # case file -> sha256 of its bytes at run time
     not_loaded: tuple[str, ...] = ()  # why each case (or case file) that did not load did not
     policy: GatePolicy = Field(default_factory=GatePolicy)
+    policy_file: str | None = None  # where the policy was read from (what `kit gate --config` names beside its own)
     origin: Literal["run", "ingest"] = "run"
 
     def floor(self, case_id: str) -> float:
@@ -63,7 +64,14 @@ class RunRules(_Frozen):
 
     def without_cases(self) -> RunRules:
         """The policy alone: for a run of other cases than the suite's (a red team's attacks)."""
-        return RunRules(policy=self.policy, origin=self.origin)
+        return RunRules(policy=self.policy, policy_file=self.policy_file, origin=self.origin)
+
+    def under(self, policy: GatePolicy, policy_file: str | None = None) -> RunRules:
+        """These rules under another policy (one a person named for this gate): a case's own floor is the
+        run's and stays; a case held to the policy's floor is held to the new policy's."""
+        floor = policy.hard.min_pass_fraction
+        cases = {c: r if r.own else r.model_copy(update={"floor": floor}) for c, r in self.cases.items()}
+        return self.model_copy(update={"cases": cases, "policy": policy, "policy_file": policy_file})
 
     def changed_files(self) -> list[str]:
         """One line per recorded case file that is not as it was at run time (edited, or gone)."""
@@ -95,11 +103,12 @@ def run_rules(
     runs: int | None = None,
     with_errors: bool = True,
     origin: Literal["run", "ingest"] = "run",
+    policy_file: Path | None = None,
 ) -> RunRules:
     """The rules of a run of `suite` (a `kit.case.Suite`) under `policy`. `case_ids`: only these cases
     (a run of a selection or a shard; the files are the suite's either way); `runs`: the attempts every case
     ran when a command line set them; `with_errors=False`: a chosen selection, whose run does not answer
-    for the cases that did not load."""
+    for the cases that did not load. `policy_file`: where `policy` was read from, recorded to be named."""
     wanted = None if case_ids is None else set(case_ids)
     cases = {
         c.id: CaseRule(
@@ -118,5 +127,6 @@ def run_rules(
         files=files,
         not_loaded=tuple(str(e) for e in suite.errors) if with_errors else (),
         policy=policy,
+        policy_file=str(policy_file.absolute()) if policy_file is not None else None,
         origin=origin,
     )

@@ -166,11 +166,7 @@ def _run(args: RunRequest, the_plan: Any) -> int:
 
 def _rules(the_plan: Any, cases: list[Any], args: RunRequest) -> Any:
     """The rules this run runs under (kit.gate.rules), recorded with it: the gate judges it by these."""
-    from kit.gate.policy import load_policy
-    from kit.gate.rules import run_rules
-
-    policy = load_policy(the_plan.settings.gates)
-    return run_rules(the_plan.suite, policy, case_ids=[c.id for c in cases], runs=args.runs, with_errors=not args.only)
+    return the_plan.rules(case_ids=[c.id for c in cases], runs=args.runs, with_errors=not args.only)
 
 
 def _refuse_newer_store(path: Path) -> None:
