@@ -169,6 +169,15 @@ class McpSettings(_Frozen):
     servers: dict[str, McpServerSettings] = Field(default_factory=dict)
 
 
+class RecordingsSettings(_Frozen):
+    """The agent's and the judge's model calls at the HTTP layer (kit.recording): live (untouched), record
+    (call and write), replay (answer from the recordings; a miss is the run's error, never a live call), or
+    record-missing (replay what is recorded, record the rest). One JSON file per case under `folder`."""
+
+    mode: Literal["live", "record", "replay", "record-missing"] = "live"
+    folder: SettingPath = Path("golden/recordings")
+
+
 class Settings(_Frozen):
     agent: str | None = None
     cases: SettingPath = Path("golden")
@@ -214,6 +223,7 @@ class Settings(_Frozen):
     user: UserSettings = UserSettings()
     redteam: RedteamSettings = RedteamSettings()
     mcp: McpSettings = McpSettings()
+    recordings: RecordingsSettings = RecordingsSettings()
     # Where [tool.kit] was read from, None without one: what an error or a report names.
     project_file: Path | None = None
 
@@ -277,6 +287,8 @@ ENV: dict[str, tuple[str, ...]] = {
     "KIT_REDTEAM_INVARIANTS": ("redteam", "invariants"),
     "KIT_MCP_MODE": ("mcp", "mode"),
     "KIT_MCP_CASSETTES": ("mcp", "cassettes"),
+    "KIT_RECORDINGS_MODE": ("recordings", "mode"),
+    "KIT_RECORDINGS": ("recordings", "folder"),
     "KIT_REDTEAM_ATTACKER": ("redteam", "attacker"),
     "KIT_REDTEAM_ATTACKER_BASE_URL": ("redteam", "attacker_base_url"),
     "KIT_REDTEAM_MAX_TURNS": ("redteam", "max_turns"),
@@ -296,6 +308,7 @@ _PATH_KEYS = {
     ("redteam", "corpus"),
     ("redteam", "invariants"),
     ("mcp", "cassettes"),
+    ("recordings", "folder"),
 }
 
 

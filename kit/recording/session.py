@@ -1,0 +1,176 @@
+"""The recordings a process runs under: the mode, the folder, the pinned model, and the stubs installed once.
+
+    rec = Recordings("replay", Path("golden/recordings"), model="gpt-4o-2024-08-06")
+    install(rec)                                   # the plan does it (`Plan.recordings`); hosts follow
+    with attempt("refund/late", 0) as tape:        # kit.runner.invoke, around the agent's call
+        ...                                        # the agent's SDK calls are answered from the tape
+    error = finish(tape)                           # the attempt's misses (replay), or None; record: saved
+
+`live` installs nothing. `install` also sets the settings' own variables (KIT_RECORDINGS_MODE, KIT_RECORDINGS)
+so a process started afterwards (the runner's host processes) resolves the same recordings; a process nobody
+installed them in takes them from its settings (`kit.settings.process_settings`) on its first call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from kit.errors import KitInputError
+from kit.recording.files import JUDGE_PREFIX, save_attempt
+from kit.recording.format import Recording, parse, path_for
+from kit.recording.router import Patched, Router
+from kit.recording.tape import Tape, current
+
+Mode = Literal["live", "record", "replay", "record-missing"]
+MODES: tuple[str, ...] = ("live", "record", "replay", "record-missing")
+# The settings' variables a started process reads them from (kit.settings.ENV).
+MODE_ENV, FOLDER_ENV = "KIT_RECORDINGS_MODE", "KIT_RECORDINGS"
+
+
+@dataclass(frozen=True)
+class Recordings:
+    """Where the model calls of every attempt are recorded or replayed from, and how."""
+
+    mode: Mode
+    folder: Path
+    model: str | None = None  # the pinned model id: a recording of another is refused
+
+    def open(self, case_id: str, attempt: int) -> Tape:
+        """The tape for this attempt: replayed when recorded (replay, record-missing), else recorded."""
+        if self.mode == "record":
+            return Tape(case_id, attempt, "record")
+        source = str(path_for(self.folder, case_id))
+        try:
+            recording = _read(source)
+        except KitInputError as e:
+            return Tape(case_id, attempt, "replay", refused=f"case '{case_id}' attempt {attempt}: {e}", source=source)
+        if recording is not None and recording.case != case_id:
+            why = f"{source}: the recording is case '{recording.case}', not '{case_id}'"
+            return Tape(case_id, attempt, "replay", refused=why, source=source)
+        if recording is not None and self.model is not None and recording.model != self.model:
+            why = (
+                f"case '{case_id}' attempt {attempt}: {source} was recorded with model {recording.model!r}, "
+                f"but the plan pins {self.model!r}: record it again"
+            )
+            return Tape(case_id, attempt, "replay", refused=why, source=source)
+        recorded = recording.attempt(attempt) if recording is not None else None
+        if recorded is None and self.mode == "record-missing":
+            return Tape(case_id, attempt, "record")
+        return Tape(case_id, attempt, "replay", recorded=recorded, source=source)
+
+    def finish(self, tape: Tape) -> str | None:
+        """After the attempt: a recording tape saved (the attempt's file merged under a lock); the attempt's
+        error when it missed (the first miss, and how many more)."""
+        if tape.mode == "record" and (tape.kept or path_for(self.folder, tape.case_id).exists()):
+            save_attempt(self.folder, tape.case_id, tape.attempt, tape.kept, self.model)
+        if not tape.misses:
+            return None
+        more = len(tape.misses) - 1
+        return "recording miss: " + tape.misses[0] + (f" (and {more} more)" if more else "")
+
+
+@lru_cache(maxsize=1024)
+def _parsed(path: str, _mtime_ns: int, _size: int) -> Recording:
+    with open(path, "rb") as f:
+        return parse(f.read(), file=path)
+
+
+def _read(path: str) -> Recording | None:
+    """A recording file, parsed once per version (many attempts and cases replay from one process)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise KitInputError(f"cannot read: {e.strerror or e}", file=path) from None
+    try:
+        return _parsed(path, st.st_mtime_ns, st.st_size)
+    except OSError as e:
+        raise KitInputError(f"cannot read: {e.strerror or e}", file=path) from None
+
+
+# --- this process's recordings ---------------------------------------------------------------------------
+
+_STATE: dict[str, object] = {"resolved": False, "recordings": None, "patched": None, "saved_env": None}
+_LOCK = threading.Lock()
+
+
+def install(recordings: Recordings | None) -> None:
+    """Run this process's model calls under `recordings` (None or live: untouched). The stubs are built once;
+    installing the same recordings again costs a comparison."""
+    with _LOCK:
+        if _STATE["resolved"] and _STATE["recordings"] == recordings:
+            return
+        _remove()
+        _STATE["resolved"] = True
+        if recordings is None or recordings.mode == "live":
+            _STATE["recordings"] = None
+            return
+        _STATE["recordings"] = recordings
+        _STATE["patched"] = Patched(Router(replaying=recordings.mode == "replay"))
+        _STATE["saved_env"] = {k: os.environ.get(k) for k in (MODE_ENV, FOLDER_ENV)}
+        os.environ[MODE_ENV] = recordings.mode
+        os.environ[FOLDER_ENV] = str(recordings.folder)
+
+
+def uninstall() -> None:
+    """The stubs taken out and the variables put back (tests; a process otherwise keeps its recordings)."""
+    with _LOCK:
+        _remove()
+        _STATE["resolved"] = False
+
+
+def _remove() -> None:
+    patched = _STATE.get("patched")
+    if isinstance(patched, Patched):
+        patched.remove()
+    saved = _STATE.get("saved_env")
+    if isinstance(saved, dict):
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    _STATE.update(recordings=None, patched=None, saved_env=None)
+
+
+def active() -> Recordings | None:
+    """This process's recordings: those installed, else (once) those its settings name."""
+    if not _STATE["resolved"]:
+        from kit.settings import process_settings
+
+        install(from_settings(process_settings()))
+    found = _STATE["recordings"]
+    return found if isinstance(found, Recordings) else None
+
+
+def from_settings(settings: object) -> Recordings | None:
+    """The recordings a Settings object names (`[tool.kit.recordings]`, `agent_model`), None for live."""
+    section = getattr(settings, "recordings", None)
+    mode = getattr(section, "mode", "live")
+    if section is None or mode == "live":
+        return None
+    return Recordings(mode, Path(section.folder).absolute(), getattr(settings, "agent_model", None))
+
+
+@contextlib.contextmanager
+def attempt(case_id: str, number: int, *, judge: bool = False) -> Iterator[Tape | None]:
+    """The model calls made inside (in this context: its thread, or tasks it starts) are this attempt's.
+    `judge`: the judge's calls about the attempt, kept apart (`_judge/<case id>`). Yields None when live."""
+    recordings = active()
+    if recordings is None:
+        yield None
+        return
+    tape = recordings.open(JUDGE_PREFIX + case_id if judge else case_id, number)
+    token = current.set(tape)
+    try:
+        yield tape
+    finally:
+        current.reset(token)
