@@ -69,3 +69,44 @@ def result_error(output: Any) -> str | None:
         err = output["error"]
         return err if isinstance(err, str) else json.dumps(err, default=str)
     return None
+
+
+# Content parts an OpenAI chat message (or a Responses-API message item) may carry: text, and input that is
+# no step of the agent (images, audio, files, a refusal).
+OPENAI_TEXT_PARTS = frozenset({"text", "output_text", "input_text"})
+OPENAI_OTHER_PARTS = frozenset({"image_url", "input_audio", "audio", "file", "refusal", "input_image", "input_file"})
+
+
+class UnknownBlock(ValueError):
+    """A content block of a type the reader does not know. Refused by name and place, never dropped: a block
+    the reader skipped could be a tool call, and a check would then pass on a call it never saw."""
+
+
+def block_type(part: Any) -> str:
+    """A content block's type as a refusal names it: its `type`, else its keys (Bedrock Converse's blocks are
+    `{"toolUse": ...}`, Gemini's parts `{"function_call": ...}`), else its class."""
+    if isinstance(part, dict):
+        if isinstance(part.get("type"), str):
+            return part["type"]
+        return "{" + ", ".join(repr(k) for k in list(part)[:4]) + "}"
+    return type(part).__name__
+
+
+def strict_text(content: Any, where: str, reader: str, *, skip: frozenset[str] = OPENAI_OTHER_PARTS) -> str | None:
+    """The text of a message's content, like `content_text`, but a block that is neither text nor of a type in
+    `skip` is UnknownBlock naming it and its place (`where`, e.g. "message 3"; `reader`, what reads it)."""
+    if content is None or isinstance(content, str) or not isinstance(content, list):
+        return content_text(content)
+    texts = []
+    for j, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(part, dict) and kind is None and set(part) == {"text"} and isinstance(part["text"], str):
+            texts.append(part["text"])  # a text part that leaves its type out
+        elif kind in OPENAI_TEXT_PARTS and isinstance(part.get("text", part.get("content")), str):  # type: ignore[union-attr]
+            texts.append(part.get("text", part.get("content")))  # type: ignore[union-attr]
+        elif kind not in skip or not isinstance(part, dict):
+            raise UnknownBlock(f"{where}, content block {j}: a {block_type(part)} block, which {reader} does not carry")
+    return "".join(texts)

@@ -14,6 +14,8 @@ Each assistant message is one model call: an `llm` span (with the usage logged b
 then a `message` span for its text. The last assistant text is the final output. A call that no tool
 message answers never ran as far as the conversation shows: its span is `"executed": false` (requested).
 A user message starts a turn: a conversation of several turns carries `turn` (0-based) on every span.
+Content is text parts (images, audio, files and refusals are no step of the agent); a block of any other
+type (an Anthropic `tool_use`, a Converse `toolUse`) is refused by name and place, never dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from kit.errors import KitInputError, error_line
-from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
+from kit.importers.common import UnknownBlock, content_text, maybe_json, parse_arguments, result_error, strict_text
 
 FINISH_TOOL = "finish"  # agents that end through a finish action (as the kit's reference agent does)
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -48,6 +50,9 @@ class _Usage(BaseModel):
     completion_tokens: int | None = None
     input_tokens: int | None = None  # the Responses API and some proxies spell it this way
     output_tokens: int | None = None
+    # Prompt-cache tokens as Anthropic counts them (kit.importers.anthropic puts them here), kept on the step.
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
 
     @property
     def tokens_in(self) -> int:
@@ -155,10 +160,18 @@ def _expand(raw: list[Any], file: str | None) -> list[_Message]:
             item = msg
         if not isinstance(item, dict):
             raise KitInputError(f"message {i}: expected an object, got {type(item).__name__}", file=file)
+        if "parts" in item and "content" not in item:  # the GenAI conventions' or Gemini's parts: not read here
+            raise KitInputError(
+                f"message {i}: content in `parts`, which an OpenAI chat message does not carry", file=file
+            )
         try:
-            out.append(_Message.model_validate(item))
+            msg = _Message.model_validate(item)
+            strict_text(msg.content, f"message {i}", "an OpenAI chat message")
         except ValidationError as e:
             raise KitInputError(f"message {i}: {error_line(e)}", file=file) from None
+        except UnknownBlock as e:  # a block this reader would drop (an Anthropic tool_use, a Converse toolUse)
+            raise KitInputError(str(e), file=file) from None
+        out.append(msg)
     return out
 
 
@@ -193,6 +206,10 @@ def conversation(conv: dict[str, Any], *, case_id: str, file: str | None = None)
         llm: dict[str, Any] = {"kind": "llm", "name": m.model or model}
         if m.usage is not None:
             llm["tokens_in"], llm["tokens_out"] = m.usage.tokens_in, m.usage.tokens_out
+            if m.usage.cache_read_input_tokens is not None:
+                llm["tokens_cache_read"] = m.usage.cache_read_input_tokens
+            if m.usage.cache_creation_input_tokens is not None:
+                llm["tokens_cache_write"] = m.usage.cache_creation_input_tokens
         if m.latency_ms is not None:
             llm["latency_ms"] = m.latency_ms
         spans.append(llm)

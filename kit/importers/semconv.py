@@ -36,7 +36,16 @@ from typing import Any
 
 from kit.errors import KitInputError
 from kit.importers.agents import SpanAgents, handoff_marker, handoffs, tree
-from kit.importers.common import content_text, maybe_json, parse_arguments, result_error
+from kit.importers.anthropic import is_anthropic_message, to_openai
+from kit.importers.common import (
+    UnknownBlock,
+    block_type,
+    content_text,
+    maybe_json,
+    parse_arguments,
+    result_error,
+    strict_text,
+)
 from kit.importers.mcp import McpSpans
 from kit.importers.otlp import OtelSpan
 
@@ -126,35 +135,57 @@ def _call(tc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _text(content: Any) -> str | None:
-    """Message content: a string, a JSON string of content parts, or a list of parts."""
+def _text(content: Any, where: str = "a message") -> str | None:
+    """Message content: a string, a JSON string of content parts, or a list of parts (a part of a type that is
+    not text, nor input that is no step, is UnknownBlock naming it)."""
     if isinstance(content, str) and content.strip()[:1] == "[":
         parts = _json(content)
         if isinstance(parts, list) and all(isinstance(p, dict) and "type" in p for p in parts):
-            return content_text(parts)
-    return content_text(content)
+            return strict_text(parts, where, "a GenAI message", skip=_SKIPPED_PARTS)
+    return strict_text(content, where, "a GenAI message", skip=_SKIPPED_PARTS)
+
+
+# Parts that are no step of the agent: the model's reasoning, and media (the conventions' blob, file, uri and
+# OpenAI's content parts).
+_SKIPPED_PARTS = frozenset({"reasoning", "thinking", "blob", "file", "uri", "image", "image_url", "input_audio"})
+_SKIPPED_PARTS |= frozenset({"audio", "refusal", "input_image", "input_file"})
+
+
+_MESSAGE_KEYS = frozenset({"role", "content", "parts", "tool_calls", "function_call", "text"})
 
 
 def chat_messages(items: Any) -> list[Msg]:
-    """Messages in the GenAI parts shape or the OpenAI shape (a list of dicts)."""
+    """Messages in the GenAI parts shape, the OpenAI shape or Anthropic's (a list of dicts). A part or block of
+    a type the importer does not read is UnknownBlock naming it and its place, never dropped."""
     out = []
-    for m in items if isinstance(items, list) else []:
+    for i, m in enumerate(items if isinstance(items, list) else []):
         if not isinstance(m, dict):
             continue
+        if is_anthropic_message(m):  # an Anthropic request's messages (OpenInference's input.value)
+            out += chat_messages(to_openai([m])[0])
+            continue
+        if not set(m) & _MESSAGE_KEYS:  # a Responses-API item, a stream event: no message this reader knows
+            raise UnknownBlock(f"message {i}: a {block_type(m)} item, which the importer does not read as a message")
         msg = Msg(str(m.get("role") or "assistant"), finish_reason=m.get("finish_reason"))
         texts = []
         if isinstance(m.get("parts"), list):
-            for p in m["parts"]:
+            for j, p in enumerate(m["parts"]):
                 t = p.get("type") if isinstance(p, dict) else None
                 if t == "text":
                     texts.append(str(p.get("content", "")))
+                elif t is None and isinstance(p, dict) and set(p) == {"text"}:  # Gemini's text part
+                    texts.append(str(p["text"]))
                 elif t == "tool_call":
                     msg.tool_calls.append(_call(p))
                 elif t == "tool_call_response":
                     resp = p.get("response", p.get("result"))
                     msg.tool_results.append({"id": p.get("id"), "name": p.get("name"), "response": resp})
+                elif t not in _SKIPPED_PARTS:
+                    raise UnknownBlock(
+                        f"message {i}, part {j}: a {block_type(p)} part, which the importer does not read"
+                    )
         else:
-            text = _text(m.get("content"))
+            text = _text(m.get("content"), f"message {i}")
             if msg.role in ("tool", "function"):
                 msg.tool_results.append({"id": m.get("tool_call_id"), "name": m.get("name"), "response": text})
             elif text is not None:
@@ -272,6 +303,9 @@ def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
         text = m.get("content")
         if text is None and "contents" in m:
             parts = [c.get("message_content", {}) for c in _indexed(m["contents"])]
+            for j, p in enumerate(parts):
+                if p.get("type", "text") not in ("text", "image"):
+                    raise UnknownBlock(f"llm.{which}_messages.{len(out)}, content {j}: a {p.get('type')!r} content")
             text = "".join(str(p.get("text", "")) for p in parts if p.get("type", "text") == "text")
         for tc in _indexed(m.get("tool_calls")):
             call = tc.get("tool_call", {})
@@ -610,7 +644,10 @@ def build_trace(
         if k == "tool" and handoff_marker(s) is not None:
             continue  # the framework's record of a handoff: an event of the run, not a call
         if k == "llm":
-            x = _llm(s, conv or GENAI, notes)
+            try:
+                x = _llm(s, conv or GENAI, notes)
+            except UnknownBlock as e:  # content the importer would drop: refused, naming the span and the block
+                raise KitInputError(f"span {s.name!r} ({s.span_id}): {e}") from None
             unread = _unread_content(x)
             if unread:
                 raise KitInputError(
@@ -657,7 +694,10 @@ def build_trace(
         final_from_llm = texts[-1] if texts and not pending else None
     # A conversation joined from several traces (one per turn) ends with its last trace's root.
     root = (roots[-1] if len({r.trace_id for r in roots}) > 1 else roots[0]) if roots else None
-    agent_output = _agent_output(root, convention) if root is not None else None
+    try:
+        agent_output = _agent_output(root, convention) if root is not None else None
+    except UnknownBlock as e:
+        raise KitInputError(f"span {root.name!r} ({root.span_id}): {e}") from None  # type: ignore[union-attr]
     final = agent_output if agent_output is not None else final_from_llm
     starts = [s.start_ns for s in spans if s.start_ns]
     ends = [s.end_ns for s in spans if s.end_ns]

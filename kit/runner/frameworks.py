@@ -33,7 +33,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from kit.errors import KitInputError
-from kit.importers.common import content_text, maybe_json
+from kit.importers.anthropic import is_anthropic_message, is_stream_event
+from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
 
 # Fields of a trace (kit.trace.Trace), listed here so that recognising one does not build its schema.
 TRACE_FIELDS = frozenset(
@@ -112,6 +113,10 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
             raise UnknownResult(str(e)) from None
     if origin == "pydantic_ai" and callable(getattr(result, "all_messages", None)):
         result = result.all_messages()  # a run's result (AgentRunResult): its messages
+    if origin == "anthropic":
+        if callable(getattr(result, "get_final_message", None)):
+            result = result.get_final_message()  # a MessageStream: the message it streamed
+        return _from_messages([result], {}, case_id, where="an Anthropic message")
     if isinstance(result, bytes | bytearray | str):
         decoded = _json_or_none(result)
         if decoded is None:
@@ -136,6 +141,8 @@ def _origin(obj: Any) -> str | None:
             return "openai_agents"
         if root == "openai" and hasattr(obj, "model_dump"):
             return "openai"
+        if root == "anthropic" and (hasattr(obj, "model_dump") or hasattr(obj, "get_final_message")):
+            return "anthropic"
     return None
 
 
@@ -162,6 +169,8 @@ def _from_dict(result: dict[str, Any], case_id: str) -> dict[str, Any]:
             return _from_messages(list(messages), extra, case_id, where="a message list")
     if "spans" in result or "final_output" in result or (result and set(result) <= TRACE_FIELDS):
         return {k: v for k, v in result.items() if k != "messages"}
+    if is_anthropic_message(result):  # one Message, dumped
+        return _from_messages([result], {}, case_id, where="an Anthropic message")
     if isinstance(result.get("choices"), list) or isinstance(result.get("traj"), list):
         return _converted({"messages": [result]} if "choices" in result else result, case_id, "openai")
     keys = ", ".join(repr(k) for k in list(result)[:8]) or "no keys"
@@ -190,6 +199,8 @@ def _with_declared_servers(result: dict[str, Any], case_id: str) -> dict[str, An
 def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, where: str) -> dict[str, Any]:
     """A message list (or a dict's `messages`) of whichever kind its items are."""
     kinds = {_item_kind(m) for m in items}
+    if "anthropic" in kinds and kinds <= {"anthropic", "openai"}:
+        return _from_anthropic(items, extra, case_id, where)
     if not items or kinds == {"openai"}:
         from kit.runner.framework_agents import by_message_name
 
@@ -218,6 +229,8 @@ def _item_kind(m: Any) -> str:
     if isinstance(m, dict):
         if m.get("kind") in ("request", "response") and isinstance(m.get("parts"), list):
             return "pydantic_ai_dict"
+        if is_anthropic_message(m) or is_stream_event(m):
+            return "anthropic"
         if m.get("type") in RESPONSES_TYPES:
             return "responses"
         if "role" in m:
@@ -233,6 +246,20 @@ def _describe(m: Any) -> str:
     if isinstance(m, dict):
         return "dict with " + (", ".join(repr(k) for k in list(m)[:5]) or "no keys")
     return type(m).__name__
+
+
+def _from_anthropic(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:
+    """Anthropic messages (kit.importers.anthropic), a block it does not know refused by name and place."""
+    from kit.importers.anthropic import to_openai, usage_of
+
+    try:
+        messages, errors = to_openai(items)
+    except UnknownBlock as e:
+        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    conv = {**_openai_extra(extra), "messages": messages}
+    if isinstance(conv.get("usage"), dict):
+        conv["usage"] = usage_of(conv["usage"]) or conv["usage"]
+    return _converted(conv, case_id, "anthropic", errors=errors, what=where)
 
 
 def _openai_extra(extra: dict[str, Any]) -> dict[str, Any]:
@@ -266,6 +293,14 @@ def _converted(
     if source != "openai":
         trace["source_format"] = source
     return trace
+
+
+def _strict(content: Any, where: str, reader: str, skip: frozenset[str] = OPENAI_OTHER_PARTS) -> str | None:
+    """A message's text; a content block the reader does not know is the run's error, naming it and its place."""
+    try:
+        return strict_text(content, where, reader, skip=skip)
+    except UnknownBlock as e:
+        raise UnknownResult(f"returned {e}") from None
 
 
 def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
@@ -303,7 +338,7 @@ def _from_responses(items: Iterable[Any], usage: list[dict[str, Any]] | None = N
     messages: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     calls = 0
-    for raw in items:
+    for n, raw in enumerate(items):
         item = _plain(raw)
         kind = item.get("type")
         calling = kind in ("function_call", "custom_tool_call")
@@ -321,7 +356,7 @@ def _from_responses(items: Iterable[Any], usage: list[dict[str, Any]] | None = N
                 args = item.get("arguments", item.get("input"))
                 current.setdefault("tool_calls", []).append(_call(item.get("call_id"), item.get("name"), args))
             else:
-                text = content_text(item.get("content"))
+                text = _strict(item.get("content"), f"item {n}", "a Responses-API message")
                 current["content"] = (current["content"] or "") + (text or "")
             continue
         if kind == "reasoning":
@@ -332,7 +367,8 @@ def _from_responses(items: Iterable[Any], usage: list[dict[str, Any]] | None = N
             content = output if isinstance(output, str) else json.dumps(output, default=str)
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": content})
         elif isinstance(item.get("role"), str):
-            messages.append({"role": item["role"], "content": content_text(item.get("content"))})
+            text = _strict(item.get("content"), f"item {n}", "a Responses-API message")
+            messages.append({"role": item["role"], "content": text})
         else:
             raise UnknownResult(f"returned a Responses-API item of unknown type {kind!r}")
     return messages
@@ -372,17 +408,17 @@ def _from_langchain(items: list[Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """LangChain messages as chat messages (read by attribute: nothing of LangChain is imported)."""
     messages: list[dict[str, Any]] = []
     errors: dict[str, str] = {}
-    for m in items:
+    for i, m in enumerate(items):
         kind = getattr(m, "type", None)
         role = _LANGCHAIN_ROLES.get(str(kind).removesuffix("MessageChunk").lower())
         if role is None:
             raise UnknownResult(f"returned a LangChain message of type {kind!r} ({type(m).__name__})")
-        content = m.content if isinstance(m.content, str) else content_text(m.content)
+        # Invalid calls (arguments the model got wrong) are kept: the reader marks their arguments' error.
+        both = [*(getattr(m, "tool_calls", None) or []), *(getattr(m, "invalid_tool_calls", None) or [])]
+        content = _langchain_text(m.content, {c.get("id") for c in both}, f"message {i}")
         if role == "assistant":
             meta = getattr(m, "response_metadata", None) or {}
             msg: dict[str, Any] = {"role": "assistant", "content": content or None}
-            # Invalid calls (arguments the model got wrong) are kept: the reader marks their arguments' error.
-            both = [*(getattr(m, "tool_calls", None) or []), *(getattr(m, "invalid_tool_calls", None) or [])]
             calls = [_call(c.get("id"), c.get("name"), c.get("args")) for c in both]
             if calls:
                 msg["tool_calls"] = calls
@@ -404,7 +440,30 @@ def _from_langchain(items: list[Any]) -> tuple[dict[str, Any], dict[str, str]]:
     return {"messages": messages}, errors
 
 
+# Content blocks of LangChain messages that are no step (v1's standard blocks and the providers' own); a
+# provider's copy of a call (Anthropic's `tool_use`) is read from `tool_calls`, so it is skipped only when
+# `tool_calls` holds its id: a call the message carries only in its content is refused, never dropped.
+_LANGCHAIN_SKIP = OPENAI_OTHER_PARTS | {"image", "audio", "video", "file", "reasoning", "thinking", "redacted_thinking"}
+_LANGCHAIN_CALL_BLOCKS = frozenset({"tool_use", "tool_call", "function_call", "tool_call_chunk"})
+
+
+def _langchain_text(content: Any, call_ids: set[Any], where: str) -> str | None:
+    if isinstance(content, list):
+        content = [
+            b
+            for b in content
+            if not (
+                isinstance(b, dict) and b.get("type") in _LANGCHAIN_CALL_BLOCKS and b.get("id") in call_ids - {None}
+            )
+        ]
+    return _strict(content, where, "a LangChain message", _LANGCHAIN_SKIP)
+
+
 # --- pydantic-ai ------------------------------------------------------------------------------------------
+
+
+# A model response's parts that are read (text, calls) or no step (its reasoning, a file it made).
+_PYDANTIC_AI_RESPONSE_PARTS = frozenset({"text", "tool-call", "thinking", "file"})
 
 
 def _pydantic_ai_dicts(items: list[Any]) -> list[dict[str, Any]]:
@@ -423,7 +482,7 @@ def _from_pydantic_ai(items: list[Any]) -> tuple[dict[str, Any], dict[str, str]]
     errors: dict[str, str] = {}
     final: str | None = None
     instructions: str | None = None
-    for m in _pydantic_ai_dicts(items):
+    for i, m in enumerate(_pydantic_ai_dicts(items)):
         parts = m.get("parts") or []
         if m.get("kind") == "request":
             if m.get("instructions") and m["instructions"] != instructions:
@@ -433,6 +492,12 @@ def _from_pydantic_ai(items: list[Any]) -> tuple[dict[str, Any], dict[str, str]]
                 _request_part(p, messages, errors)
             continue
         msg: dict[str, Any] = {"role": "assistant", "content": None}
+        for j, p in enumerate(parts):
+            if p.get("part_kind") not in _PYDANTIC_AI_RESPONSE_PARTS:  # a server-side tool's call, or newer
+                kind = p.get("part_kind", block_type(p))
+                raise UnknownResult(
+                    f"returned message {i}, part {j}: a {kind!r} part, which the pydantic-ai reader does not read"
+                )
         texts = [p.get("content") or "" for p in parts if p.get("part_kind") == "text"]
         if texts:
             msg["content"] = "".join(texts)
