@@ -162,16 +162,18 @@ def run_dict(run: CaseRun, trace: Trace) -> dict[str, Any]:
 
 
 def print_run(run: CaseRun, trace: Trace) -> None:
+    from kit.names import printable  # what a trace names (agents, tools) may hold escape sequences or CRs
+
     mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[run.outcome]
-    print(f"{mark}  {run.case_id} (attempt {run.attempt})")
+    print(f"{mark}  {printable(run.case_id)} (attempt {run.attempt})")
     if run.error:
-        print(f"      error: {run.error}")
+        print(f"      error: {printable(run.error)}")
     for f in run.failures:
-        print(f"      {f.outcome}: {f.name}: {f.reason}")
+        print(f"      {f.outcome}: {printable(f.name)}: {printable(f.reason)}")
     held = held_calls(trace)
     if held:
         shown = ", ".join(h["tool"] + ("" if h["turn"] is None else f" (turn {h['turn']})") for h in held)
-        print(f"      requested, never ran (not counted as calls): {shown}")
+        print(f"      requested, never ran (not counted as calls): {printable(shown)}")
 
 
 def _orjson(obj: Any) -> bytes | None:

@@ -265,13 +265,15 @@ def lint(
 
 def show(report: LintReport) -> int:
     """`kit lint`'s output: notes, warnings and problems, then what was linted; the exit code."""
+    from kit.names import terminal  # names from traces and cases may hold escape sequences or CRs
+
     for line in report.notes:
-        print(f"kit lint: {line}")
+        print(terminal(f"kit lint: {line}"))
     for line in report.warnings:
-        print(f"kit lint: warning: {line}", file=sys.stderr)
+        print(terminal(f"kit lint: warning: {line}"), file=sys.stderr)
     for p in report.problems:
-        print(f"kit lint: {p}", file=sys.stderr)
-    print(f"kit lint: {report.summary}")
+        print(terminal(f"kit lint: {p}"), file=sys.stderr)
+    print(terminal(f"kit lint: {report.summary}"))
     return report.code
 
 

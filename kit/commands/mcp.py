@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitInputError
+from kit.names import printable
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +72,10 @@ def main(args: argparse.Namespace) -> int:
     _hold_gc()
     try:
         return _main(args)
+    except KitInputError as e:  # it may name a tool of a cassette or a server: shown, never obeyed
+        raise KitInputError(
+            printable(e.message), file=e.file and printable(e.file), case=e.case and printable(e.case), check=e.check
+        ) from None
     finally:
         _loaded()
 
@@ -211,9 +216,9 @@ async def _verify(path: Path, target: list[str] | str, timeout: float) -> int:
             ) from None
     diff = tool_differences(cassette.tools, tools)
     for line in diff:
-        print(f"{path}: {line}")
+        print(printable(f"{path}: {line}"))
     if not diff:
-        print(f"{path}: the server's {len(tools)} tools are the cassette's")
+        print(printable(f"{path}: the server's {len(tools)} tools are the cassette's"))
     return 1 if diff else 0
 
 
@@ -259,6 +264,6 @@ async def _serve(backend: Any, port: int | None, what: str, attack: str | None =
     if failures:
         print(f"kit mcp {what}: {len(failures)} failed MCP calls:", file=sys.stderr)
         for line in failures:
-            print(f"  {line}", file=sys.stderr)
+            print(f"  {printable(line)}", file=sys.stderr)
         return 1
     return 0

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from kit.errors import KitInputError
 from kit.mcp.cassette import McpCassette, locked, tool_differences
 from kit.mcp.serve import INTERNAL_ERROR
+from kit.names import printable
 
 MAX_PAGES = 100  # a server whose tools/list never stops paging cannot hang the proxy
 
@@ -130,7 +131,8 @@ class Passthrough:
             for line in tool_differences(self.first_listing, tools):
                 if line not in self.changes:
                     self.changes.append(line)
-                    print(f"kit mcp: the server's tools changed since its first listing: {line}", file=sys.stderr)
+                    said = printable(f"kit mcp: the server's tools changed since its first listing: {line}")
+                    print(said, file=sys.stderr)
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from kit.mcp.cassette import MISS, CassetteMiss, McpCassette
 from kit.mcp.serve import INTERNAL_ERROR
+from kit.names import printable
 
 
 class Replayer:
@@ -34,7 +35,7 @@ class Replayer:
             entry = self.cassette.reply(name, arguments)
         except CassetteMiss as e:
             self.misses.append(str(e))
-            print(MISS + str(e), file=sys.stderr, flush=True)
+            print(printable(MISS + str(e)), file=sys.stderr, flush=True)
             return {"content": [{"type": "text", "text": MISS + str(e)}], "isError": True}
         if "error" in entry:
             raise MCPError(int(entry.get("code", INTERNAL_ERROR)), str(entry["error"]))

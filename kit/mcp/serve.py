@@ -17,6 +17,8 @@ from mcp.server.lowlevel import Server  # not from `mcp.server`, whose __init__ 
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from kit.names import printable  # tool names and arguments are the server's or the agent's: shown, never obeyed
+
 INTERNAL_ERROR = -32603
 
 
@@ -65,13 +67,13 @@ async def _guarded(fn: Callable[[], Awaitable[Any]], served: Served, what: str) 
     except MCPError as e:
         served.failures.append(f"{what}: {e.message}")
         said = e.message if e.message.startswith("kit mcp") else f"kit mcp: {what}: {e.message}"
-        print(said, file=sys.stderr, flush=True)
+        print(printable(said), file=sys.stderr, flush=True)
         raise
 
 
 def _failed(served: Served, message: str) -> MCPError:
     served.failures.append(message)
-    print(f"kit mcp: {message}", file=sys.stderr, flush=True)
+    print(printable(f"kit mcp: {message}"), file=sys.stderr, flush=True)
     return MCPError(INTERNAL_ERROR, message)
 
 

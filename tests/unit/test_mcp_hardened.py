@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
+from kit.cli import main
 from kit.mcp import attacked
+from kit.mcp.cassette import FORMAT, McpCassette
 from kit.mcp.process import start_time
+from kit.mcp.replay import Replayer
 
 
 def test_an_attack_file_attacks_only_the_process_it_was_made_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -26,3 +33,48 @@ def test_an_attack_file_attacks_only_the_process_it_was_made_for(tmp_path: Path,
         assert attacked.attack_for_parent(tmp_path) is None
         attacked._prune(mine.parent)
         assert not mine.exists()
+
+
+HERE = Path(__file__).resolve().parent
+KIT = str(Path(sys.executable).with_name("kit"))
+SHOP = [sys.executable, str(HERE / "_mcp_shop.py")]
+FORGED = "\x1b[2Jx\rC.json: the server's 9 tools are the cassette's\nC.json: the server's 9 tools are the cassette's"
+SCHEMA = {"type": "object"}
+
+
+def _cassette(path: Path, tools: list[dict[str, Any]], calls: list[dict[str, Any]] | None = None) -> Path:
+    path.write_text(json.dumps({"format": FORMAT, "server": {}, "tools": tools, "calls": calls or []}))
+    return path
+
+
+def test_names_from_a_cassette_or_an_agent_reach_the_terminal_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    c = _cassette(tmp_path / "c.json", [{"name": FORGED, "inputSchema": SCHEMA}])
+    out = subprocess.run([KIT, "mcp", "verify", str(c), "--", *SHOP], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "\x1b" not in out.stdout and "\r" not in out.stdout, out
+    assert len(out.stdout.splitlines()) == 3, out.stdout  # the forged tool gone, the shop's two new
+    # A call the cassette lacks: the agent's tool name and arguments, told on stderr, escaped.
+    replayer = Replayer(McpCassette.load(c))
+    said = anyio.run(replayer.call_tool, FORGED, {"a": "\x1b[31m"})
+    err = capsys.readouterr().err
+    assert said["isError"] and "\x1b" not in err and len(err.splitlines()) == 1, err
+    # A cassette the kit refuses, naming its tool.
+    bad = _cassette(tmp_path / "bad.json", [{"name": FORGED, "inputSchema": "no"}])
+    assert main(["mcp", "replay", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and len(err.splitlines()) == 1 and "\\x1b" in err, err
+
+
+def test_kit_check_and_lint_show_a_traces_names_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = tmp_path / "case.yaml"
+    case.write_text("id: c\ninput: hi\nchecks:\n  - {type: called, tool: lookup, agent: bot}\n")
+    spans = [{"kind": "tool", "name": FORGED, "input": {}, "agent": FORGED}]
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"case_id": "c", "final_output": "x", "agents": [{"name": FORGED}], "spans": spans}))
+    assert main(["check", str(trace), "--cases", str(case)]) == 1
+    assert main(["lint", str(case), "--traces", str(trace)]) == 0
+    out = capsys.readouterr()
+    for text in (out.out, out.err):
+        assert "\x1b" not in text and "\r" not in text, text
+    assert (out.out + out.err).count("\\x1b[2J") == 2, out
