@@ -145,7 +145,7 @@ class RedteamSettings(_Frozen):
     corpus: SettingFilePath = Path("redteam/attacks.yaml")
     invariants: SettingFilePath | None = None
     # An attacker model (a Promptfoo provider id, `openai:chat:<model>`): the red team also runs Promptfoo's
-    # adaptive strategies, aimed at the suite's invariants (kit_promptfoo.redteam.goals). Unset: static only.
+    # adaptive strategies, aimed at the suite's invariants (kit.redteam.goals). Unset: static only.
     attacker: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
     attacker_base_url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$")] | None = None
     max_turns: int = Field(default=4, ge=1, le=10)  # Promptfoo caps a conversation at 10 turns offline

@@ -10,7 +10,7 @@ another agent or other cases is an error; `--force` rewrites those keys and says
     promptfooconfig.yaml          the provider file://providers/agent_provider.py with your agent in its config,
                                   and a `redteam:` section: `npx promptfoo redteam run` runs your attacks offline;
                                   with [tool.kit.redteam] attacker in pyproject.toml, also crescendo and
-                                  jailbreak:tree aimed at every hard invariant (kit.redteam_goals) through the
+                                  jailbreak:tree aimed at every hard invariant (kit.redteam.goals) through the
                                   red-team target (redteam/target.py)
     providers/                    thin files importing the kit's Promptfoo glue (kit_promptfoo)
     redteam/                      your attacks (attacks.yaml), the invariants every attack is judged by
@@ -212,7 +212,7 @@ def promptfoo_config(
 @dataclass(frozen=True)
 class Adaptive:
     """What the root config's adaptive red team needs: the attacker (a Promptfoo provider), its turns, the
-    goals (kit.redteam_goals) and whether a judge answers Promptfoo's graders (else the attacker scores)."""
+    goals (kit.redteam.goals) and whether a judge answers Promptfoo's graders (else the attacker scores)."""
 
     attacker: dict[str, Any]
     max_turns: int
@@ -226,7 +226,7 @@ def make_adaptive(config: dict[str, Any], a: Adaptive) -> None:
     (one agent per attack conversation, one worker so a conversation's turns reach the agent holding it; a
     golden test without a conversation goes to the kit's provider unchanged), the strategies' providers kept
     around the Python hook, and each conversation into its result for the store."""
-    from kit import redteam_goals
+    from kit.redteam import goals as redteam_goals
 
     redteam_goals.add_adaptive(
         config["redteam"], a.goals, attacker=a.attacker, strategies=redteam_goals.ADAPTIVE, max_turns=a.max_turns
@@ -360,8 +360,8 @@ def adaptive_of(root: Path, cases: str, purpose: str, case_text: str, invariants
     and must not depend on a shell."""
     from pydantic import ValidationError
 
-    from kit import redteam_goals
     from kit.errors import first_error
+    from kit.redteam import goals as redteam_goals
     from kit.settings import RedteamSettings
 
     tool = _tool_kit(root)

@@ -151,16 +151,16 @@ def keep(attacks: Path, found: list[dict[str, Any]]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kit.settings import load_settings, project_root
+    from kit.plan import current_plan, generic_corpus
     from kit.store import open_store
 
-    settings = load_settings()
-    attacks = args.attacks or settings.redteam.corpus
-    if str(attacks) == "generic":
+    plan = current_plan()
+    if args.store:
+        plan = plan.derive(store=Path(args.store))
+    attacks = args.attacks or plan.redteam_corpus
+    if args.attacks is None and attacks.resolve() == generic_corpus().resolve():
         raise KitInputError("the kit's generic attacks are not yours to extend: name your file with --attacks")
-    if not attacks.is_absolute() and args.attacks is None:
-        attacks = project_root(settings) / attacks
-    store_path = Path(args.store) if args.store else settings.store
+    store_path = Path(plan.store)
     if not store_path.is_file():
         raise KitInputError("no such store: run the red team first (`make evals`)", file=str(store_path))
     run_id, results = _results_file(open_store(store_path), args.run)

@@ -24,7 +24,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from kit.case import find_upwards
 from kit.errors import KitInputError
 from kit.offline import DEEPEVAL, STATE, deepeval_upload_requested
 from kit.pipeline.executor import Stage, Step
@@ -212,25 +211,15 @@ def redteam_stage(plan: Plan, work: Path) -> Stage:
     plan (no run id of its own)."""
     settings = plan.settings
     out_json = str((work / "redteam.json").resolve())
+    plan_env = plan.env()  # every step reads the plan (KIT_PLAN), and only the plan
     steps: list[Step] = []
     writes: tuple[tuple[str, str], ...] = (("promptfoo", "redteam"),)
     if not plan.reference:
-        rt = settings.redteam
         config = (work / "redteam" / "promptfooconfig.yaml").resolve()
-        gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", plan.agent.name]
-        gen += ["--out", str(config)]
-        if plan.model:
-            gen += ["--model", plan.model]
-        if rt.purpose:
-            gen += ["--purpose", rt.purpose]
-        corpus = plan.redteam_corpus  # resolved once, by the plan: the generator and its hooks read the same
-        gen += ["--corpus", str(corpus)]
-        if rt.invariants:
-            gen += ["--invariants", str(rt.invariants.resolve())]
-        tools = find_upwards(Path(plan.cases), "tools.json")
-        if tools is not None:
-            gen += ["--tools", str(tools.resolve())]
-        steps.append(Step("red-team config", tuple(gen)))
+        # Everything else the config takes from the plan (KIT_PLAN): purpose, corpus, invariants, attacker, tools.
+        gen = (sys.executable, "-m", "kit_promptfoo.redteam.config", "--out", str(config))
+        corpus = plan.redteam_corpus
+        steps.append(Step("red-team config", gen, env=plan_env))
         run = ("redteam", "run", "-c", str(config), "--force", "-j", str(settings.concurrency))
         whose = "generic" if corpus.resolve() == generic_corpus().resolve() else "your"
         note = f"promptfoo redteam run ({plan.agent.name}: {whose} attacks)"
@@ -246,11 +235,11 @@ def redteam_stage(plan: Plan, work: Path) -> Stage:
         Step(
             "promptfoo redteam run",
             (*_launcher(), *run, "--no-progress-bar"),
-            env={**plan.env(), "KIT_PROMPTFOO_RESULTS": out_json, **NO_ENV_TEMPLATES},
+            env={**plan_env, "KIT_PROMPTFOO_RESULTS": out_json, **NO_ENV_TEMPLATES},
             ok=frozenset({0, 100}),
         ),
         store_promptfoo(plan, out_json),
-        Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", out_json)),
+        Step("red team verdict", (sys.executable, "-m", "kit_promptfoo.redteam.verdict", out_json), env=plan_env),
     ]
     # Exit 1 is the verdict's: attacks succeeded (or errored) on an agent that must resist them all; a red team
     # that never ran leaves its run out of the store, which fails the stage all the same.

@@ -181,6 +181,88 @@ def _moved(handoff: Any, by: int) -> Any:
     return {**handoff, "at": max(at + by, 0)}
 
 
+class Exchange:
+    """One conversation with an agent driven one turn at a time: each `say` sends a user message, reads what the
+    agent returned (`turn_output`, given the conversation so far so that a whole message list counts once) and
+    keeps its spans, handoffs and finish reason; `trace()` is the conversation so far as one trace dict. The
+    runner's `converse` and the red team's target (which learns each next message from an attacker, a turn at
+    a time) both drive this, so a conversation is joined one way."""
+
+    def __init__(self, conversation: AgentConversation, case_id: str, attempt: int) -> None:
+        self.conversation = conversation
+        self.case_id = case_id
+        self.attempt = attempt
+        self.started = time.perf_counter()
+        self.history: list[dict[str, Any]] = []
+        self.users: list[str] = []
+        self._spans: list[dict[str, Any]] = []
+        self._handoffs: list[dict[str, Any]] = []
+        self._last: dict[str, Any] = {}
+        self._finish_reasons: list[str | None] = []
+        self.answer: str | None = None
+
+    @property
+    def turns(self) -> int:
+        return len(self.users)
+
+    def say(self, text: str) -> str | None:
+        """One turn: the agent's answer to `text` (None when it said nothing). Raises TurnError naming the turn
+        the agent broke."""
+        n = self.turns
+        try:
+            result = self.conversation.turn(text, list(self.history))
+        except Exception as e:
+            raise TurnError(n, f"raised {type(e).__name__}: {e}", e) from e
+        try:
+            data, said = turn_output(result, text, self.case_id, self.history)
+        except ValueError as e:
+            raise TurnError(n, str(e)) from None
+        spans = self._spans
+        said_to = next((s.get("agent") for s in data["spans"] if s.get("agent")), None)
+        spans.append({"kind": "message", "role": "user", "content": text, "turn": n})
+        if said_to is not None:  # a run of several agents: the user's message is the agent's that got it
+            spans[-1]["agent"] = said_to
+        # Each turn's handoffs, placed among the whole conversation's spans (after this turn's user message).
+        self._handoffs += [
+            {**_moved(h, len(spans)), "turn": n} for h in data.get("handoffs") or [] if isinstance(h, dict)
+        ]
+        spans.extend({**s, "turn": n} for s in data["spans"])
+        self.history.append({"role": "user", "content": text})
+        self.history.extend(said)
+        turn_answer = _answer(data)
+        if turn_answer is not None:
+            self.answer = turn_answer
+            if not said or said[-1].get("role") != "assistant" or said[-1].get("content") != turn_answer:
+                self.history.append({"role": "assistant", "content": turn_answer})
+        self._finish_reasons.append(data.get("finish_reason"))
+        self._last = data
+        self.users.append(text)
+        return turn_answer
+
+    def trace(self) -> dict[str, Any]:
+        """The conversation so far as one trace dict (validated later, by the caller). The last turn's fields (end
+        state, model, agent) describe where it stands; what every turn contributed (spans, latency, finish
+        reasons) is joined."""
+        spans = [dict(s) for s in self._spans]
+        joined = {k: v for k, v in self._last.items() if k not in ("spans", "final_output", "latency_ms", "handoffs")}
+        _every_span_an_agent(spans)
+        if self._handoffs:
+            joined["handoffs"] = list(self._handoffs)
+        finish_reasons = list(self._finish_reasons)
+        joined.update(
+            case_id=self.case_id,
+            attempt=self.attempt,
+            spans=spans,
+            final_output=self.answer,
+            latency_ms=round((time.perf_counter() - self.started) * 1000, 3),
+            turn_finish_reasons=finish_reasons,
+        )
+        bad = next((r for r in finish_reasons if r not in (None, "finish", "stop")), None)
+        if bad is not None and joined.get("finish_reason") in (None, "finish", "stop"):
+            joined["finish_reason"] = bad  # a turn that hit its step cap or failed is not undone by a later one
+        return joined
+
+
 def converse(
     conversation: AgentConversation,
     case_id: str,
@@ -191,58 +273,10 @@ def converse(
 ) -> dict[str, Any]:
     """Run the conversation to its end and return the joined trace dict (validated later, by the caller).
     Raises TurnError naming the turn the agent broke."""
-    started = time.perf_counter()
-    history: list[dict[str, Any]] = []
-    spans: list[dict[str, Any]] = []
-    handoffs: list[dict[str, Any]] = []
-    last: dict[str, Any] = {}
-    answer: str | None = None
-    finish_reasons: list[str | None] = []
-    n = 0
-    while n < max_turns:
-        text = next_message(n, list(history))
+    exchange = Exchange(conversation, case_id, attempt)
+    while exchange.turns < max_turns:
+        text = next_message(exchange.turns, list(exchange.history))
         if text is None:
             break
-        try:
-            result = conversation.turn(text, list(history))
-        except Exception as e:
-            raise TurnError(n, f"raised {type(e).__name__}: {e}", e) from e
-        try:
-            data, said = turn_output(result, text, case_id, history)
-        except ValueError as e:
-            raise TurnError(n, str(e)) from None
-        said_to = next((s.get("agent") for s in data["spans"] if s.get("agent")), None)
-        spans.append({"kind": "message", "role": "user", "content": text, "turn": n})
-        if said_to is not None:  # a run of several agents: the user's message is the agent's that got it
-            spans[-1]["agent"] = said_to
-        # Each turn's handoffs, placed among the whole conversation's spans (after this turn's user message).
-        handoffs += [{**_moved(h, len(spans)), "turn": n} for h in data.get("handoffs") or [] if isinstance(h, dict)]
-        spans.extend({**s, "turn": n} for s in data["spans"])
-        history.append({"role": "user", "content": text})
-        history.extend(said)
-        turn_answer = _answer(data)
-        if turn_answer is not None:
-            answer = turn_answer
-            if not said or said[-1].get("role") != "assistant" or said[-1].get("content") != turn_answer:
-                history.append({"role": "assistant", "content": turn_answer})
-        finish_reasons.append(data.get("finish_reason"))
-        last = data
-        n += 1
-    # The last turn's fields (end state, model, agent) describe the conversation's end; what every turn
-    # contributed (spans, latency, finish reasons) is joined.
-    joined = {k: v for k, v in last.items() if k not in ("spans", "final_output", "latency_ms", "handoffs")}
-    _every_span_an_agent(spans)
-    if handoffs:
-        joined["handoffs"] = handoffs
-    joined.update(
-        case_id=case_id,
-        attempt=attempt,
-        spans=spans,
-        final_output=answer,
-        latency_ms=round((time.perf_counter() - started) * 1000, 3),
-        turn_finish_reasons=finish_reasons,
-    )
-    bad = next((r for r in finish_reasons if r not in (None, "finish", "stop")), None)
-    if bad is not None and joined.get("finish_reason") in (None, "finish", "stop"):
-        joined["finish_reason"] = bad  # a turn that hit its step cap or failed is not undone by a later one
-    return joined
+        exchange.say(text)
+    return exchange.trace()

@@ -1,7 +1,10 @@
 """The red-team configuration for an agent other than the reference agent (`make evals AGENT=...`).
 
-    python -m kit_promptfoo.redteam.config --agent mod:fn [--purpose TEXT] [--corpus FILE]
-        [--invariants FILE] [--tools FILE] --out .kit/promptfoo/redteam/promptfooconfig.yaml
+    python -m kit_promptfoo.redteam.config --out .kit/promptfoo/redteam/promptfooconfig.yaml [--agent mod:fn]
+
+Everything comes from the plan (KIT_PLAN, which `make evals` hands over, else the settings): the agent and its
+model id, `[tool.kit.redteam]` purpose, corpus, invariants, attacker, max_turns and attacker_calls, the judge,
+the MCP servers and the suite's tools.json. `--agent` names another agent than the plan's (a front end's own).
 
 It starts from redteam/promptfooconfig.yaml (strategies, hooks, the generator: whatever the committed
 red team runs) and replaces what belongs to the reference agent's shop:
@@ -9,17 +12,17 @@ red team runs) and replaces what belongs to the reference agent's shop:
 - the targets: the given agent alone, labelled with its model id (else its name). The deliberately
   vulnerable control target is the reference agent's; it has no counterpart for another agent.
 - the purpose: the given text, else a generic one;
-- the plugins: one per category of the corpus in use (the given one, else kit_promptfoo/redteam/generic/attacks.yaml),
-  each asking for every attack of its category;
-- the judging case: every bundle of the given invariants file (else kit_promptfoo/redteam/generic/invariants.yaml),
-  plus `tool_schemas` when a tools.json is given, so a call to a tool the agent does not have fails.
+- the plugins: one per category of the plan's corpus (`Plan.redteam_corpus`), each asking for every attack of
+  its category;
+- the judging case: every bundle of the red team's invariants file (else kit_promptfoo/redteam/generic/invariants.yaml),
+  plus `tool_schemas` when the suite has a tools.json, so a call to a tool the agent does not have fails.
   No end_state check: another agent has no sandbox tables to query.
 
 The files are written beside the config: case.yaml and a copy of the invariants it names.
 
 With an attacker (`[tool.kit.redteam] attacker`, a Promptfoo provider id), the red team also adapts: every
 hard check of the judging case and every hard invariant of the suite (the plan's invariants file) becomes a
-goal (kit.redteam_goals), one `policy` plugin each, pursued by Promptfoo's crescendo (stateful: one
+goal (kit.redteam.goals), one `policy` plugin each, pursued by Promptfoo's crescendo (stateful: one
 conversation, never backtracked, so every turn the agent saw counts) and jailbreak:tree with the attacker
 model, against the red-team target (target.py: one agent per conversation) and judged per conversation by
 the oracle (conversation_assert.cjs). The static attacks keep their static strategies. goat,
@@ -40,15 +43,20 @@ import shutil
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kit import redteam_goals, yamlio
+from kit import yamlio
+from kit.case import find_upwards
 from kit.mcp import attacked
+from kit.redteam import goals as redteam_goals
 from kit.toolspec import Effect, tool_effects, with_effects
 from kit_promptfoo.genconfig import agent_provider, file_ref, glue
-from kit_promptfoo.redteam import corpus, hooks
+from kit_promptfoo.redteam import corpus
+
+if TYPE_CHECKING:
+    from kit.plan import Plan
 
 # The red team's own files (template, generic attacks and invariants, hooks, grader) lie beside this module.
 REDTEAM = Path(__file__).resolve().parent
@@ -102,6 +110,11 @@ def write_case(folder: Path, invariants: Path, tools: Path | None) -> Path:
 
 def plugins(template: list[dict[str, Any]], attacks_file: Path) -> list[dict[str, Any]]:
     """The template's plugin for each category of the corpus, asking for all its attacks."""
+    if not attacks_file.is_file():
+        raise ValueError(
+            f"{attacks_file}: no such attacks file ([tool.kit.redteam] corpus: `kit init` writes one; "
+            'corpus = "generic" runs the kit\'s generic attacks)'
+        )
     counts = Counter(a.category for a in corpus.load(attacks_file))
     by_category = {((p.get("config") or {}).get("modifiers") or {}).get("kit_category"): p for p in template}
     out = []
@@ -156,6 +169,7 @@ def tool_effects_of(tools: Path | None) -> dict[str, Effect]:
 def adaptive(
     config: dict[str, Any],
     ref: dict[str, Any],
+    suite_invariants: Path | None,
     *,
     attacker: dict[str, Any],
     strategies: tuple[str, ...],
@@ -165,11 +179,11 @@ def adaptive(
     budget: int | None = None,
 ) -> None:
     """Add the adaptive red team to `config`: a goal plugin per hard check of the judging case and per hard
-    invariant of the suite (`kit.redteam_goals.aimed_checks`), the adaptive strategies driven by the attacker,
-    the sessions target, and the attacker as crescendo's scorer when there is no judge (Promptfoo asks
-    `defaultTest.options.provider`). A root config's section that is adaptive already is made so again."""
+    invariant of the suite (`suite_invariants`, the plan's file; `kit.redteam.goals.aimed_checks`), the adaptive
+    strategies driven by the attacker, the sessions target, and the attacker as crescendo's scorer when there is
+    no judge (Promptfoo asks `defaultTest.options.provider`). A root config's section that is adaptive already is
+    made so again."""
     from kit.case import find_invariants_file, load_suite
-    from kit.plan import current_plan
 
     redteam_goals.check_strategies(strategies)
     case_file = Path(ref["case_file"])
@@ -178,7 +192,7 @@ def adaptive(
     if case is None:
         raise ValueError(f"{case_file}: case '{ref['case_id']}': " + "; ".join(str(e) for e in suite.errors))
     red = config["redteam"]
-    checks = redteam_goals.aimed_checks(case.checks, current_plan().invariants)
+    checks = redteam_goals.aimed_checks(case.checks, suite_invariants)
     aims = redteam_goals.goals(checks, tools=tool_effects_of(tools), purpose=red.get("purpose"))
     if not aims:
         raise ValueError(f"{case_file}: case '{ref['case_id']}' has no checks: an adaptive attack has no goal")
@@ -203,31 +217,29 @@ def adaptive(
 
 def build(
     out: Path,
+    plan: Plan,
     *,
-    agent: str,
-    model: str | None = None,
-    purpose: str | None = None,
-    attacks: Path | None = None,
-    invariants: Path | None = None,
-    tools: Path | None = None,
     root_config: Path | None = None,
-    attacker: dict[str, Any] | None = None,
     strategies: tuple[str, ...] = redteam_goals.ADAPTIVE,
-    max_turns: int = 4,
-    judge: bool = False,
-    budget: int | None = None,
-    mcp: bool = False,
 ) -> dict[str, Any]:
+    """The red-team config of the plan's agent, everything from the plan: its agent and model id, the purpose,
+    corpus, invariants, attacker, turns and budget of `[tool.kit.redteam]`, the judge, the MCP servers, and the
+    suite's tools.json (beside or above its cases). `strategies`: the adaptive strategies to run (the front
+    end's own choice)."""
+    rt = plan.settings.redteam
+    agent = plan.agent_name
+    tools = find_upwards(Path(plan.cases), "tools.json")
+    tools = tools.resolve() if tools is not None else None
+    attacker = redteam_goals.attacker_provider(rt.attacker, rt.attacker_base_url) if rt.attacker else None
     config = yamlio.safe_load(TEMPLATE.read_text(encoding="utf-8"))
-    attacks = attacks or GENERIC / "attacks.yaml"
     from_root = root_redteam(root_config, agent) if root_config is not None else None
     if from_root is not None:
         red, ref = from_root
         config["redteam"] = {**red, "injectVar": "prompt"}  # this config's prompt is `{{prompt}}`
     else:
-        case = write_case(out.parent, invariants or GENERIC / "invariants.yaml", tools)
+        case = write_case(out.parent, rt.invariants.resolve() if rt.invariants else GENERIC / "invariants.yaml", tools)
         ref = {"case_file": str(case.resolve()), "case_id": CASE_ID}
-    provider = agent_provider(out, agent, model)
+    provider = agent_provider(out, agent, plan.model)
     target = {**provider, "config": {**provider.get("config", {}), **ref}}
     config["description"] = agent  # what the store keeps as the run's agent
     config["targets"] = [target]
@@ -246,9 +258,9 @@ def build(
     if from_root is None:
         # The generator this project has (its thin redteam/generator.py), else the installed kit's.
         config["redteam"]["provider"]["id"] = "file://" + glue("redteam", "generator.py").resolve().as_posix()
-        config["redteam"]["purpose"] = purpose or GENERIC_PURPOSE
-        config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], attacks)
-    if mcp:  # the agent declares MCP servers: attacks through them too, served by the red-team target
+        config["redteam"]["purpose"] = rt.purpose or GENERIC_PURPOSE
+        config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], plan.redteam_corpus)
+    if plan.settings.mcp.servers:  # the agent declares MCP servers: attacks through them too, served by the target
         config["redteam"]["plugins"] = attacked.with_plugin(config["redteam"]["plugins"])
         for target in config["targets"]:
             target["id"] = "file://" + glue("redteam", "target.py").resolve().as_posix()
@@ -256,33 +268,26 @@ def build(
         adaptive(
             config,
             ref,
+            plan.invariants,
             attacker=attacker,
             strategies=strategies,
-            max_turns=max_turns,
+            max_turns=rt.max_turns,
             tools=tools,
-            judge=judge,
-            budget=budget,
+            judge=plan.judge is not None,
+            budget=rt.attacker_calls,
         )
     return config
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--agent", required=True, help="module:callable")
-    ap.add_argument("--model", help="the agent's model id (the target's label; default: the agent's name)")
-    ap.add_argument("--purpose", help="what the agent is for (default: a generic tool-using agent)")
-    ap.add_argument("--corpus", type=Path, help="attacks (default: kit_promptfoo/redteam/generic/attacks.yaml)")
-    ap.add_argument("--invariants", type=Path, help="named invariants judging every attack (default: generic)")
-    ap.add_argument("--tools", type=Path, help="the agent's tools.json: a call to any other tool fails")
+    ap.add_argument("--agent", help="module:callable (default: the plan's agent)")
     ap.add_argument(
         "--root-config",
         type=Path,
         default=Path("promptfooconfig.yaml"),
         help="the project's Promptfoo config: its red team, when it is this agent's (default: ./promptfooconfig.yaml)",
     )
-    ap.add_argument("--attacker", help="a Promptfoo provider id (default: [tool.kit.redteam] attacker)")
-    ap.add_argument("--attacker-base-url", help="the attacker's OpenAI-compatible base URL (default: the settings')")
-    ap.add_argument("--max-turns", type=int, help="turns per crescendo conversation (default: the settings', 4)")
     ap.add_argument(
         "--strategies",
         default=",".join(redteam_goals.ADAPTIVE),
@@ -291,49 +296,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     from kit.errors import KitInputError
-    from kit.settings import load_settings
+    from kit.plan import current_plan
 
-    try:
-        settings = load_settings()
-        rt = settings.redteam
+    try:  # the plan `make evals` hands over (KIT_PLAN), else the settings'; the agent is not imported
+        plan = current_plan(agent=args.agent, kind="redteam", reference_ok=False)
     except KitInputError as e:
         print(f"red-team config: {e}", file=sys.stderr)
         return 2
-    attacker_id = args.attacker or rt.attacker
-    base_url = args.attacker_base_url or rt.attacker_base_url
-    attacker = redteam_goals.attacker_provider(attacker_id, base_url) if attacker_id else None
-    if attacker is not None and base_url:
-        why = unreachable(base_url)
+    rt = plan.settings.redteam
+    if rt.attacker and rt.attacker_base_url:
+        why = unreachable(rt.attacker_base_url)
         if why is not None:
-            where = "--attacker-base-url" if args.attacker_base_url else "[tool.kit.redteam] attacker_base_url"
-            print(f"red-team config: {where} {base_url}: the attacker cannot be reached ({why})", file=sys.stderr)
+            print(
+                f"red-team config: [tool.kit.redteam] attacker_base_url {rt.attacker_base_url}: the attacker cannot "
+                f"be reached ({why})",
+                file=sys.stderr,
+            )
             return 2
     try:
         config = build(
             args.out,
-            agent=args.agent,
-            model=args.model,
-            purpose=args.purpose,
-            attacks=args.corpus,
-            invariants=args.invariants,
-            tools=args.tools,
+            plan,
             root_config=args.root_config,
-            attacker=attacker,
             strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
-            max_turns=args.max_turns or rt.max_turns,
-            judge=hooks.judge_configured(),
-            budget=rt.attacker_calls,
-            mcp=bool(settings.mcp.servers),
         )
-    except (OSError, ValueError, yaml.YAMLError) as e:
+    except (OSError, ValueError, KitInputError, yaml.YAMLError) as e:
         print(f"red-team config: {e}", file=sys.stderr)
         return 2
-    source = args.root_config if root_redteam(args.root_config, args.agent) else TEMPLATE
-    header = f"# GENERATED by kit_promptfoo/redteam/config.py from {source} for {args.agent}\n"
+    agent = plan.agent_name
+    source = args.root_config if root_redteam(args.root_config, agent) else TEMPLATE
+    header = f"# GENERATED by kit_promptfoo/redteam/config.py from {source} for {agent}\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(header + yaml.safe_dump(config, sort_keys=False, width=110), encoding="utf-8")
     n = sum(int(p.get("numTests") or 0) for p in config["redteam"]["plugins"] if isinstance(p, dict))
-    print(f"{args.out}: red team of {args.agent} from {source}, {n} attacks")
+    print(f"{args.out}: red team of {agent} from {source}, {n} attacks")
     return 0
 
 

@@ -52,13 +52,11 @@ class Attack(BaseModel):
 
 
 def configured() -> Path:
-    """The plan's corpus (kit.plan.redteam_corpus over the plan's settings: the settings' `[tool.kit.redteam]
-    corpus` relative to the project root, else the generic attacks for another agent than the reference one):
-    the generator and the hook read the same attacks the red-team config was built for, from the plan `make
-    evals` hands over, without loading the agent."""
-    from kit.plan import current_settings, redteam_corpus
+    """The plan's corpus (`Plan.redteam_corpus`: the plan `make evals` hands over, else the settings'), so the
+    generator reads the attacks the red-team config was built for; the agent is not loaded for it."""
+    from kit.plan import current_plan
 
-    return redteam_corpus(current_settings())
+    return current_plan().redteam_corpus
 
 
 def load(path: Path | None = None) -> tuple[Attack, ...]:

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from kit.mcp import attacked
-from kit.redteam_goals import GOAL_CATEGORY
+from kit.redteam.goals import GOAL_CATEGORY
 from kit_promptfoo.redteam import corpus, multiturn
 
 _CATEGORY = re.compile(r"^\s*kit_category:\s*([a-z-]+)\s*$", re.M)
@@ -61,10 +61,9 @@ def _messages(prompt: str) -> list[dict[str, Any]]:
 
 def _ask_judge(prompt: str) -> dict[str, Any] | None:
     """The kit's judge's answer to a grader's request, or None when the plan has no judge."""
-    from kit.judge import judge_config
-    from kit.plan import current_settings
+    from kit.plan import current_plan
 
-    cfg = judge_config(current_settings())  # the plan's judge; the agent is not loaded for it
+    cfg = current_plan().judge  # the plan's judge; the agent is not loaded for it
     if cfg is None:
         return None
     if cfg.provider not in ("openai-compatible", "openai"):

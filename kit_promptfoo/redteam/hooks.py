@@ -34,16 +34,6 @@ from kit_promptfoo.redteam import corpus, multiturn
 PREFIX = "promptfoo:redteam:"
 
 
-def judge_configured() -> bool:
-    """The plan has a judge (kit.judge.judge_config over the plan's settings: the document `make evals` hands
-    over, else the settings), never a second reading of the judge's variables here, and never loading the
-    agent (the hook needs none)."""
-    from kit.judge import judge_config
-    from kit.plan import current_settings
-
-    return judge_config(current_settings()) is not None
-
-
 def strip_graders(test: dict[str, Any]) -> dict[str, Any]:
     kept, dropped = [], []
     for a in test.get("assert") or []:
@@ -89,15 +79,11 @@ def name_attack(test: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     return {**test, "metadata": meta}
 
 
-def known_attacks() -> dict[str, str]:
-    """Attack text -> id over every corpus the generator may have answered from: the configured one (when
+def known_attacks(configured: Path) -> dict[str, str]:
+    """Attack text -> id over every corpus the generator may have answered from: the plan's (`configured`, when
     it loads), the generic one and the scripted conversations."""
     ids: dict[str, str] = {}
-    paths: list[Path] = [corpus.GENERIC]
-    # A broken setting is the generator's error to report, at generation.
-    with contextlib.suppress(Exception):
-        paths.append(corpus.configured())
-    for path in paths:
+    for path in (corpus.GENERIC, configured):
         try:
             ids |= {a.text: a.id for a in corpus.load(path)}
         except (OSError, ValueError):
@@ -137,13 +123,11 @@ def is_adaptive(test: dict[str, Any]) -> bool:
 STALE_S = 24 * 3600  # an eval's conversations folder this old was left by a run that died before its afterAll
 
 
-def conversations_folder(now: float | None = None) -> Path:
-    """Where this eval's adaptive attacks leave their conversations' sealed verdicts (one folder per eval).
-    conversation_assert.cjs:afterAll removes it once the results are stored; folders older than a day (a run
-    that died first) are pruned here."""
-    from kit.settings import project_root
-
-    parent = project_root() / ".kit" / "redteam" / "conversations"
+def conversations_folder(root: Path, now: float | None = None) -> Path:
+    """Where this eval's adaptive attacks leave their conversations' sealed verdicts (one folder per eval, under
+    the project's `root`). conversation_assert.cjs:afterAll removes it once the results are stored; folders
+    older than a day (a run that died first) are pruned here."""
+    parent = root / ".kit" / "redteam" / "conversations"
     now = time.time() if now is None else now
     for old in parent.glob("*") if parent.is_dir() else ():
         with contextlib.suppress(OSError):
@@ -193,12 +177,16 @@ def is_attack(test: dict[str, Any]) -> bool:
 
 
 def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) -> dict[str, Any]:
+    from kit.plan import current_plan
+
+    # The plan `make evals` hands over (KIT_PLAN), else the settings'; the agent is not loaded (the hook needs none).
+    plan = current_plan()
     suite = context["suite"]
-    ids = known_attacks()
+    ids = known_attacks(plan.redteam_corpus)
     # Only generated attacks are named: the root config's golden tests share this hook and keep their ids.
     tests = [name_attack(t, ids) if is_attack(t) else t for t in suite.get("tests") or []]
     tests = [mcp_attack(t) if is_mcp_attack(t) else t for t in tests]
-    if not judge_configured():
+    if plan.judge is None:
         tests = [strip_graders(t) for t in tests]
     targets = readers(suite)
     if targets is not None:
@@ -211,7 +199,7 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
                 "adaptive red-team strategies need kit_promptfoo/redteam/keep_providers.cjs:stash before this hook "
                 "and :restore after it in `extensions` (kit_promptfoo.redteam.config writes them)"
             )
-        folder = conversations_folder()
+        folder = conversations_folder(plan.root)
         tests = [judge_by_conversation(t, folder) if is_adaptive(t) else t for t in tests]
     suite["tests"] = tests
     return context

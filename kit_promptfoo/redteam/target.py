@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import time
 import uuid
 from collections import OrderedDict
 from pathlib import Path
@@ -36,8 +35,8 @@ from typing import Any
 from kit.errors import KitInputError
 from kit.evaluate import evaluate
 from kit.plan import current_plan
-from kit.redteam_goals import aimed_case
-from kit.runner.conversation import turn_output
+from kit.redteam.goals import aimed_case
+from kit.runner.conversation import Exchange, TurnError
 from kit.runner.invoke import AgentTimeout, call_agent
 from kit.trace import parse_trace
 from kit_promptfoo import agent_provider
@@ -51,7 +50,8 @@ _LOCK = threading.Lock()
 
 
 class Session:
-    """One attack conversation: the agent's conversation object and everything said and done so far."""
+    """One attack conversation: the agent's conversation object driven a turn at a time by the runner's own loop
+    (kit.runner.conversation.Exchange), so an attack's trace is joined exactly as a scripted conversation's."""
 
     def __init__(self, plan: Any, case: Any, ledger: Path) -> None:
         if plan.agent.converse is None:
@@ -63,43 +63,19 @@ class Session:
         self.case = case
         self.ledger = ledger
         self.conversation = plan.agent.converse(case, 0)
-        self.history: list[dict[str, Any]] = []
-        self.spans: list[dict[str, Any]] = []
-        self.users: list[str] = []
-        self.last: dict[str, Any] = {}
-        self.answer = ""
+        self.exchange = Exchange(self.conversation, case.id, 0)
         self.first_failed: dict[str, int] = {}
-        self.started = time.perf_counter()
+
+    @property
+    def users(self) -> list[str]:
+        return self.exchange.users
 
     def say(self, text: str) -> str:
-        n = len(self.users)
-        result = self.conversation.turn(text, list(self.history))
-        data, said = turn_output(result, text, self.case.id)
-        self.spans.append({"kind": "message", "role": "user", "content": text, "turn": n})
-        self.spans.extend({**s, "turn": n} for s in data["spans"])
-        self.history.append({"role": "user", "content": text})
-        self.history.extend(said)
-        answer = data.get("final_output")
-        if answer is None:
-            said_text = [m.get("content") for m in said if m.get("role") == "assistant" and m.get("content")]
-            answer = said_text[-1] if said_text else ""
-        self.answer = answer if isinstance(answer, str) else json.dumps(answer, default=str)
-        if not said or said[-1].get("role") != "assistant" or said[-1].get("content") != self.answer:
-            self.history.append({"role": "assistant", "content": self.answer})
-        self.users.append(text)
-        self.last = data
-        return self.answer
+        """The agent's answer to one turn (empty when it said nothing). Raises TurnError."""
+        return self.exchange.say(text) or ""
 
     def trace(self) -> dict[str, Any]:
-        joined = {k: v for k, v in self.last.items() if k not in ("spans", "final_output", "latency_ms")}
-        joined.update(
-            case_id=self.case.id,
-            attempt=0,
-            spans=self.spans,
-            final_output=self.answer,
-            latency_ms=round((time.perf_counter() - self.started) * 1000, 3),
-        )
-        return joined
+        return self.exchange.trace()
 
     def judge(self) -> dict[str, Any]:
         """The oracle on the whole conversation so far, written to the ledger; returns the entry."""
@@ -193,10 +169,9 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     mcp = vars_.get("kit_mcp_attack")
     if mcp:  # an attack through the agent's own MCP servers: each one it starts over stdio serves it
         from kit.mcp.attacked import attacking
-        from kit.settings import project_root
 
         try:
-            with attacking(project_root(), str(mcp)):
+            with attacking(current_plan().root, str(mcp)):
                 return agent_provider.call_api(prompt, options, context)
         except KitInputError as e:
             return {"error": f"kit red-team target: {e}"}
@@ -211,7 +186,7 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         # Held to the checks its goals were drawn from: the case's and the suite's hard invariants.
         case = aimed_case(request_case(req, load_case(req.case_file, req.case_id, plan), prompt), plan.invariants)
         session, text = _session(prompt, vars_, plan, case, ledger_folder(ledger, vars_))
-    except (ValueError, KitInputError, OSError) as e:
+    except (ValueError, KitInputError, OSError, TurnError) as e:
         return {"error": f"kit red-team target: {e}"}
     turn = len(session.users) + 1
     try:  # each turn under the plan's timeout, as every other call of the agent
@@ -219,7 +194,11 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
     except AgentTimeout:
         session.close()
         return {"error": f"case '{case.id}': turn {turn}: the agent did not answer within {plan.timeout:g} s"}
-    except Exception as e:  # the agent broke a turn: this attack's error, named
+    except TurnError as e:  # the agent broke a turn: this attack's error, named
+        session.close()
+        why = f"{type(e.cause).__name__}: {e.cause}" if e.cause is not None else e.detail
+        return {"error": f"case '{case.id}': turn {turn}: {why}"}
+    except Exception as e:
         session.close()
         return {"error": f"case '{case.id}': turn {turn}: {type(e).__name__}: {e}"}
     try:

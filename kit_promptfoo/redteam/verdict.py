@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitInputError
-from kit.gate.policy import GatePolicy, accepted_risk, load_policy
-from kit.settings import load_settings
+from kit.gate.policy import GatePolicy, accepted_risk
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Counter[tuple[str, str, str]]]:
@@ -83,9 +82,11 @@ def judge(summary: dict[str, Counter[tuple[str, str, str]]], vulnerable: list[st
 
 
 def _policy() -> GatePolicy | None:
-    """The settings' gate policy (its accepted risks), None when it cannot be read (the gate will say why)."""
+    """The plan's gate policy (its accepted risks), None when it cannot be read (the gate will say why)."""
+    from kit.plan import current_plan
+
     try:
-        return load_policy(load_settings().gates)
+        return current_plan().gate_policy
     except KitInputError:
         return None
 

@@ -147,7 +147,7 @@ def test_the_red_team_reaches_an_agent_whose_model_is_on_a_non_loopback_host(tmp
         env = run_promptfoo.offline_env(ROOT, base=base)  # what `make evals` gives its red-team stage
         env |= {"PROMPTFOO_CONFIG_DIR": str(tmp_path / "state"), "KIT_REDTEAM_CORPUS": str(repo / "attacks.yaml")}
         gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", "desk:run", "--out", "rt/config.yaml"]
-        made = subprocess.run([*gen, "--corpus", "attacks.yaml"], cwd=repo, env=env, capture_output=True, text=True)
+        made = subprocess.run(gen, cwd=repo, env=env, capture_output=True, text=True)
         assert made.returncode == 0, made.stderr[-2000:]
         run = run_promptfoo.command(
             ["redteam", "run", "-c", "rt/config.yaml", "--force", "-j", "1", "--no-progress-bar"]

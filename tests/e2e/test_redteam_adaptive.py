@@ -72,11 +72,15 @@ def _red_team(
     strategies) aimed at the invariant. `base`: the environment to start from (default: this process's)."""
     cfg = repo / ".kit" / "redteam.yaml"
     env = _env(repo, base)
-    gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", agent, "--out", str(cfg),
-           "--corpus", str(repo / "attacks.yaml"), "--invariants", str(repo / "invariants.yaml")]  # fmt: skip
-    if attacker is not None:
-        gen += ["--attacker", "openai:chat:attacker-double", "--attacker-base-url", attacker.base_url]
-        gen += ["--strategies", strategy, "--max-turns", "4"]
+    gen = [sys.executable, "-m", "kit_promptfoo.redteam.config", "--agent", agent, "--out", str(cfg)]
+    env["KIT_REDTEAM_INVARIANTS"] = str(repo / "invariants.yaml")
+    if attacker is not None:  # the config takes everything from the plan: here, the settings' variables
+        env |= {
+            "KIT_REDTEAM_ATTACKER": "openai:chat:attacker-double",
+            "KIT_REDTEAM_ATTACKER_BASE_URL": attacker.base_url,
+        }
+        env["KIT_REDTEAM_MAX_TURNS"] = "4"
+        gen += ["--strategies", strategy]
     subprocess.run(gen, cwd=repo, env=env, check=True, capture_output=True, timeout=60)
     env = run_promptfoo.offline_env(ROOT, base=env)
     env["PROMPTFOO_CONFIG_DIR"] = str(repo / ".promptfoo")

@@ -184,7 +184,11 @@ def test_current_settings_read_the_document_without_loading_the_agent(tmp_path: 
 def test_the_red_teams_hook_asks_the_plan_whether_there_is_a_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kit_promptfoo.redteam.hooks import judge_configured
+    from kit_promptfoo.redteam.hooks import beforeAll
+
+    def judge_configured() -> bool:  # the hook strips Promptfoo's LLM graders when the plan has no judge
+        test = {"vars": {"prompt": "x"}, "assert": [{"type": "promptfoo:redteam:pii"}], "metadata": {}}
+        return bool(beforeAll({"suite": {"tests": [test]}})["suite"]["tests"][0]["assert"])
 
     judged = _settings(tmp_path, KIT_JUDGE_MODEL="judge-2025-01-01", KIT_JUDGE_BASE_URL="http://127.0.0.1:9/v1")
     for var in [v for v in os.environ if v.startswith("KIT_")]:

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from _redteam_repo import write_repo
 
-from kit import redteam_goals as goals
 from kit.case import load_suite
+from kit.redteam import goals
 from kit_promptfoo.redteam import target
 
 DESK = """
@@ -154,16 +154,20 @@ def test_attack_success_rates_per_plugin_strategy_and_check() -> None:
     assert "    attack success by strategy: base64 0/1, basic 0/1, crescendo 1/1" in verdict.rate_lines(rates["desk"])
 
 
-def test_the_adaptive_config_and_its_bad_input(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_adaptive_config_and_its_bad_input(repo: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     from kit.doubles.attacker import ScriptedAttacker
     from kit_promptfoo.redteam import config
 
     out = repo / "gen" / "redteam.yaml"
-    base = ["--agent", "adesk:run", "--out", str(out), "--invariants", str(repo / "invariants.yaml")]
+    base = ["--agent", "adesk:run", "--out", str(out)]
+    monkeypatch.setenv("KIT_REDTEAM_INVARIANTS", str(repo / "invariants.yaml"))
+    monkeypatch.setenv("KIT_REDTEAM_CORPUS", "generic")
+    monkeypatch.setenv("KIT_REDTEAM_ATTACKER", "openai:chat:a")
+    monkeypatch.setenv("KIT_REDTEAM_MAX_TURNS", "3")
     with ScriptedAttacker(["hi"]) as attacker:
-        args = [*base, "--attacker", "openai:chat:a", "--attacker-base-url", attacker.base_url]
-        assert config.main([*args, "--max-turns", "3"]) == 0
-        assert config.main([*args, "--strategies", "goat"]) == 2
+        monkeypatch.setenv("KIT_REDTEAM_ATTACKER_BASE_URL", attacker.base_url)
+        assert config.main(base) == 0
+        assert config.main([*base, "--strategies", "goat"]) == 2
     assert "adaptive strategy 'goat': the kit runs crescendo, jailbreak:tree" in capsys.readouterr().err
     built = yaml.safe_load(out.read_text().split("\n", 1)[1])
     [crescendo] = [s for s in built["redteam"]["strategies"] if isinstance(s, dict) and s.get("id") == "crescendo"]
@@ -180,8 +184,10 @@ def test_the_adaptive_config_and_its_bad_input(repo: Path, capsys: pytest.Captur
         "afterAll",
     ]
     # An attacker nobody answers for is named before Promptfoo starts, with the setting that names it.
-    assert config.main([*base, "--attacker", "openai:chat:a", "--attacker-base-url", "http://127.0.0.1:9/v1"]) == 2
-    assert "--attacker-base-url http://127.0.0.1:9/v1: the attacker cannot be reached" in capsys.readouterr().err
+    monkeypatch.setenv("KIT_REDTEAM_ATTACKER_BASE_URL", "http://127.0.0.1:9/v1")
+    assert config.main(base) == 2
+    err = capsys.readouterr().err
+    assert "[tool.kit.redteam] attacker_base_url http://127.0.0.1:9/v1: the attacker cannot be reached" in err
 
 
 def test_a_turn_that_hangs_or_raises_is_an_error_of_its_turn(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,14 +209,19 @@ def test_a_run_that_could_spend_more_attacker_calls_than_the_budget_is_refused(r
 
     assert goals.worst_case_calls(2, ("crescendo", "jailbreak:tree"), 4) == 2 * (3 * 4 + 2 * goals.TREE_ATTEMPTS)
     out = repo / "gen" / "redteam.yaml"
-    args = ["--agent", "adesk:run", "--out", str(out), "--invariants", str(repo / "invariants.yaml")]
+    args = ["--agent", "adesk:run", "--out", str(out), "--strategies", "crescendo"]
+    monkeypatch.setenv("KIT_REDTEAM_INVARIANTS", str(repo / "invariants.yaml"))
+    monkeypatch.setenv("KIT_REDTEAM_CORPUS", "generic")
+    monkeypatch.setenv("KIT_REDTEAM_ATTACKER", "openai:chat:a")
     with ScriptedAttacker(["hi"]) as attacker:
-        args += ["--attacker", "openai:chat:a", "--attacker-base-url", attacker.base_url, "--strategies", "crescendo"]
+        monkeypatch.setenv("KIT_REDTEAM_ATTACKER_BASE_URL", attacker.base_url)
         monkeypatch.setenv("KIT_REDTEAM_ATTACKER_CALLS", "11")
-        assert config.main([*args, "--max-turns", "4"]) == 2
+        monkeypatch.setenv("KIT_REDTEAM_MAX_TURNS", "4")
+        assert config.main(args) == 2
         err = capsys.readouterr().err
         assert "[tool.kit.redteam] attacker_calls = 11: this red team may make 12 attacker calls" in err
-        assert config.main([*args, "--max-turns", "3"]) == 0  # 1 goal x 3 turns x 3 calls = 9
+        monkeypatch.setenv("KIT_REDTEAM_MAX_TURNS", "3")
+        assert config.main(args) == 0  # 1 goal x 3 turns x 3 calls = 9
 
 
 def test_the_hook_refuses_adaptive_attacks_without_the_providers_kept_around_it(repo: Path) -> None:

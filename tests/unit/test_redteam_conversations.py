@@ -97,5 +97,5 @@ def test_a_folder_left_by_a_run_that_died_is_pruned_after_a_day(repo: Path) -> N
     fresh.mkdir()
     day_ago = time.time() - hooks.STALE_S - 60
     os.utime(stale, (day_ago, day_ago))
-    new = hooks.conversations_folder()
+    new = hooks.conversations_folder(repo)
     assert new.parent == parent and not stale.exists() and fresh.is_dir()

@@ -27,7 +27,7 @@ KIT = str(Path(sys.executable).with_name("kit"))
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shop = json.dumps([sys.executable, str(HERE / "_mcp_shop.py")])
     (tmp_path / "pyproject.toml").write_text(
-        f'[tool.kit]\nagent = "_mcp_desk:run"\n[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\ncommand = {shop}\n'
+        f'[tool.kit]\nagent = "_mcp_desk:run"\n[tool.kit.redteam]\ncorpus = "generic"\n[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\ncommand = {shop}\n'
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(HERE))

@@ -12,6 +12,7 @@ import pytest
 
 from kit import yamlio
 from kit.cli import main
+from kit.plan import current_plan
 from kit_promptfoo.redteam import config, hooks
 
 
@@ -63,13 +64,13 @@ def test_an_attacks_file_with_no_attacks_or_an_unknown_category_is_refused(repo,
 
 def test_make_evals_generates_the_red_team_the_root_config_runs(repo: Path, tmp_path: Path) -> None:
     out = repo / ".kit" / "promptfoo" / "redteam" / "promptfooconfig.yaml"
-    built = config.build(out, agent="desk:run", root_config=repo / "promptfooconfig.yaml")
+    built = config.build(out, current_plan(agent="desk:run"), root_config=repo / "promptfooconfig.yaml")
     root = yamlio.safe_load((repo / "promptfooconfig.yaml").read_text())
     assert built["redteam"]["plugins"] == root["redteam"]["plugins"]
     assert built["redteam"]["strategies"] == root["redteam"]["strategies"]
     assert built["defaultTest"]["vars"]["case_file"] == str((repo / "redteam/case.yaml").resolve())
     # Another agent's config is not this red team: the template's is built instead.
-    other = config.build(out, agent="other:run", root_config=repo / "promptfooconfig.yaml")
+    other = config.build(out, current_plan(agent="other:run"), root_config=repo / "promptfooconfig.yaml")
     assert other["defaultTest"]["vars"]["case_file"] == str((out.parent / "case.yaml").resolve())
 
 

@@ -11,6 +11,7 @@ import yaml
 
 from kit import yamlio
 from kit.cli import main
+from kit.plan import current_plan
 from kit_promptfoo.redteam import config
 
 ATTACKER = '[tool.kit.redteam]\nattacker = "openai:chat:attacker"\nattacker_base_url = "http://127.0.0.1:9/v1"\n'
@@ -79,7 +80,7 @@ def test_with_an_attacker_the_root_red_team_adapts_and_check_names_it(repo: Path
     assert (repo / "redteam/keep_providers.cjs").is_file() and (repo / "redteam/conversation_assert.cjs").is_file()
     # make evals generates the same red team from it.
     out_cfg = repo / ".kit" / "promptfoo" / "redteam" / "promptfooconfig.yaml"
-    built = config.build(out_cfg, agent="desk:run", root_config=repo / "promptfooconfig.yaml", attacker=attacker)
+    built = config.build(out_cfg, current_plan(agent="desk:run"), root_config=repo / "promptfooconfig.yaml")
     assert built["redteam"]["plugins"] == cfg["redteam"]["plugins"]
     assert built["redteam"]["strategies"] == cfg["redteam"]["strategies"]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kit.plan import current_plan
 from kit_promptfoo.redteam import config, target
 
 DESK = """
@@ -44,8 +45,13 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_every_hard_invariant_of_the_suite_becomes_a_goal_once(repo: Path) -> None:
     out = repo / "gen" / "redteam.yaml"
-    attacker = {"id": "openai:chat:a", "config": {"apiBaseUrl": "http://127.0.0.1:9/v1", "apiKeyRequired": False}}
-    built = config.build(out, agent="sdesk:run", invariants=repo / "rt/invariants.yaml", attacker=attacker)
+    red = {
+        "invariants": repo / "rt/invariants.yaml",
+        "corpus": "generic",
+        "attacker": "openai:chat:a",
+        "attacker_base_url": "http://127.0.0.1:9/v1",
+    }
+    built = config.build(out, current_plan().derive(redteam=red))
     mods = [p["config"]["modifiers"] for p in built["redteam"]["plugins"]]
     ids = [m["kit_goal_id"] for m in mods if m["kit_category"] == "invariant-goal"]
     assert ids == ["goal-refund-safety-guarded-issue-refund", "goal-accounts-not-called-delete-account"]
