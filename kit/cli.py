@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("calibrate", "measure how far each rubric's judge agrees with labelled answers (Cohen's kappa)"),
     "mcp": ("mcp", "record an MCP tool server's answers to a cassette, or serve a cassette with no server"),
     "redteam": ("redteam", "keep the conversations that broke an invariant as static attacks (`keep RUN`)"),
+    "case": ("case", "write a regression case from a production trace (`from-trace`): checks to review, recordings"),
+    "serve": ("serve", "judge production traces as they arrive: OTLP/HTTP in, every invariant, verdicts to the store"),
 }
 
 

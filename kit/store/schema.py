@@ -75,6 +75,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # sha256, cases that did not load, the gate policy), so it is judged by them and not by files read later
         "ALTER TABLE runs ADD COLUMN rules JSON",
     ),
+    (  # 9: production traces judged as they arrive (`kit serve`, source `production`): one row per trace,
+        # keyed by its OpenTelemetry trace id, and one per check of it; the trace itself kept when it failed
+        """CREATE TABLE production_traces (trace_id VARCHAR NOT NULL, receiver VARCHAR, service VARCHAR,
+             agent VARCHAR, model VARCHAR, started_at TIMESTAMP, ended_at TIMESTAMP, judged_at TIMESTAMP,
+             passed BOOLEAN, outcome VARCHAR, error VARCHAR, spans INTEGER, complete BOOLEAN, trace JSON)""",
+        """CREATE TABLE production_checks (trace_id VARCHAR NOT NULL, "check" VARCHAR, invariant VARCHAR,
+             outcome VARCHAR, reason VARCHAR, judged_at TIMESTAMP)""",
+    ),
 )
 
 LATEST = len(MIGRATIONS)

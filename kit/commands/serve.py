@@ -1,0 +1,124 @@
+"""`kit serve`: production traces judged as they arrive (OTLP/HTTP on /v1/traces, protobuf and JSON).
+
+    kit serve [--port 4318] [--invariants FILE] [--invariant NAME ...] [--checks FILE] [--settle 2s]
+              [--store FILE] [--wal DIR] [--name NAME]
+
+Every trace is held to every invariant of the suite's invariants file (or the ones named) and the case-free
+checks of `--checks`; verdicts go to the store as source `production` (tables `production_traces`,
+`production_checks`). A batch is acknowledged once it is in the write-ahead log (`--wal`, default beside the
+store); a restart judges what the last run acknowledged and had not stored. SIGTERM or Ctrl-C: new batches
+are refused (503, Retry-After), complete traces are judged and stored, and the command exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from kit.errors import KitInputError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
+
+
+def duration(text: str) -> float:
+    """`2s`, `500ms`, `1m` or a number of seconds."""
+    m = _DURATION.match(text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (say 2s, 500ms or 1m)")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[m.group(2)]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=4318, help="port (default 4318, OTLP/HTTP's; 0: any free one)")
+    parser.add_argument("--invariants", metavar="FILE", help="invariants file (default: the settings', else the "
+                        "nearest invariants.yaml to the cases)")  # fmt: skip
+    parser.add_argument("--invariant", action="append", metavar="NAME", help="judge by this bundle only "
+                        "(repeatable; default: every bundle of the file)")  # fmt: skip
+    parser.add_argument("--checks", metavar="FILE", help="a YAML list of case-free checks to judge every trace by too")
+    parser.add_argument("--settle", type=duration, default=2.0, metavar="TIME", help="wait this long after a "
+                        "trace's last span (its root come) before judging it (default 2s)")  # fmt: skip
+    parser.add_argument("--max-wait", type=duration, default=300.0, metavar="TIME", help="judge a trace whose "
+                        "root never came this long after its first span, as incomplete (default 5m)")  # fmt: skip
+    parser.add_argument("--max-spans", type=int, default=200_000, metavar="N", help="spans held in memory before "
+                        "batches are refused with 429 and Retry-After (default 200000)")  # fmt: skip
+    parser.add_argument("--store", metavar="FILE", help="store file (default: the settings'); one per receiver")
+    parser.add_argument("--wal", metavar="DIR", help="write-ahead log folder (default: <store>.serve-wal)")
+    parser.add_argument("--name", help="this receiver's name in the store (default: host:port)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from kit.plan import suite_invariants
+    from kit.settings import load_settings
+    from kit.store import open_store
+
+    if args.max_spans < 1:
+        raise KitInputError(f"--max-spans must be at least 1, got {args.max_spans}")
+    if args.settle > 3600 or args.max_wait > 86400:
+        raise KitInputError("--settle is at most 1h and --max-wait at most a day")
+    overrides = {k: v for k, v in (("invariants", args.invariants), ("store", args.store)) if v}
+    settings = load_settings(overrides, flags={"invariants": "--invariants", "store": "--store"})
+    invariants = suite_invariants(settings)
+    if args.invariants is None and invariants is None and args.checks is None:
+        raise KitInputError("no invariants file found: give --invariants FILE or --checks FILE")
+    if invariants is not None and not Path(invariants).is_file():
+        raise KitInputError("no such invariants file", file=str(invariants))
+    checks = Path(args.checks) if args.checks else None
+    if checks is not None and not checks.is_file():
+        raise KitInputError("no such checks file", file=str(checks))
+    return serve(args, invariants, checks, open_store(settings.store))
+
+
+def serve(args: argparse.Namespace, invariants: Path | None, checks: Path | None, store: object) -> int:
+    from kit.receiver.http import Front
+    from kit.receiver.judging import production_case
+    from kit.receiver.service import Options, Receiver
+
+    production = production_case(invariants, args.invariant, checks)
+    wal = Path(args.wal) if args.wal else store.path.with_name(store.path.name + ".serve-wal")  # type: ignore[attr-defined]
+    options = Options(
+        wal=wal,
+        name=args.name or f"{args.host}:{args.port}",
+        settle=args.settle,
+        max_wait=args.max_wait,
+        max_spans=args.max_spans,
+    )
+    receiver = Receiver(production, store, options)
+    receiver.start()
+    try:
+        front = Front(receiver, args.host, args.port)
+    except OSError as e:
+        receiver.stop(timeout=0)
+        raise KitInputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    front.start()
+    if args.name is None:
+        options.name = f"{args.host}:{front.port}"
+    for line in production.left_out:
+        print(f"kit serve: not run on production traces: {line}", file=sys.stderr)
+    print(
+        f"kit serve: listening on http://{args.host}:{front.port}/v1/traces; {len(production.labels)} checks; "
+        f"store {store.path}; log {wal}" + (f"; {receiver.replayed} traces from the log to judge"  # type: ignore[attr-defined]
+                                            if receiver.replayed else ""),
+        flush=True,
+    )  # fmt: skip
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _stop)
+    stop.wait()
+    receiver.stop()  # first: a request still arriving is refused (503), never taken and lost
+    front.close()
+    s = receiver.status()
+    print(
+        f"kit serve: stopped: {s['judged']} traces judged ({s['failed']} failed), {s['pending_traces']} without their "
+        f"root kept in the log, {s['refused']} batches refused, {s['bad']} malformed",
+        flush=True,
+    )
+    return 0
