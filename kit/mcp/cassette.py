@@ -182,11 +182,27 @@ def _wire_problem(data: dict[str, Any]) -> str | None:
     for i, c in enumerate(data["calls"]):
         if "result" in c:
             try:
-                types.CallToolResult.model_validate(c["result"])
+                result = types.CallToolResult.model_validate(c["result"])
             except ValidationError as e:
                 return f"call {i + 1} ({c['tool']}): result {first(e)}"
+            why = unsendable(result)
+            if why:
+                return f"call {i + 1} ({c['tool']}): result {why}"
         elif not isinstance(c["error"], str) or not isinstance(c.get("code", 0), int):
             return f"call {i + 1} ({c['tool']}): error must be a message (and code an integer)"
+    return None
+
+
+def unsendable(result: Any) -> str | None:
+    """Why the MCP SDK could not send this CallToolResult (a model) as its JSON-RPC answer (nested deeper than its
+    serializer goes, say), or None: the answer is written as the SDK writes it."""
+    import mcp_types as types
+
+    try:
+        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        types.JSONRPCResponse(jsonrpc="2.0", id=0, result=wire).model_dump_json(by_alias=True, exclude_unset=True)
+    except (ValueError, RecursionError) as e:  # pydantic's serialization errors are ValueErrors
+        return f"cannot be sent over MCP: {' '.join(str(e).split())[:200]}"
     return None
 
 

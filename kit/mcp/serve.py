@@ -17,6 +17,7 @@ from mcp.server.lowlevel import Server  # not from `mcp.server`, whose __init__ 
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from kit.mcp.cassette import unsendable
 from kit.names import printable  # tool names and arguments are the server's or the agent's: shown, never obeyed
 
 INTERNAL_ERROR = -32603
@@ -54,9 +55,13 @@ def build_server(backend: Backend, served: Served | None = None) -> Server[Any]:
         args = dict(params.arguments or {})
         result = await _guarded(lambda: backend.call_tool(params.name, args), served, f"tools/call {params.name}")
         try:
-            return types.CallToolResult.model_validate(result)
+            answer = types.CallToolResult.model_validate(result)
         except ValidationError as e:
             raise _failed(served, f"tools/call {params.name}: a malformed result: {_first(e)}") from None
+        why = unsendable(answer)  # else the SDK fails writing it, and the call is counted nowhere
+        if why:
+            raise _failed(served, f"tools/call {params.name}: a result that {why}")
+        return answer
 
     return Server(backend.name, version=backend.version, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 

@@ -78,3 +78,45 @@ def test_kit_check_and_lint_show_a_traces_names_escaped(tmp_path: Path, capsys: 
     for text in (out.out, out.err):
         assert "\x1b" not in text and "\r" not in text, text
     assert (out.out + out.err).count("\\x1b[2J") == 2, out
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"end": 1}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_a_result_the_sdk_cannot_send_is_refused_at_load_and_counted_when_served(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from kit.errors import KitInputError
+    from kit.mcp.serve import Served, build_server
+
+    deep = {"content": [{"type": "text", "text": "x"}], "structuredContent": _deep(300)}
+    tools = [{"name": "lookup", "inputSchema": SCHEMA}]
+    c = _cassette(tmp_path / "c.json", tools, [{"tool": "lookup", "arguments": {}, "result": deep}])
+    with pytest.raises(KitInputError, match=r"call 1 \(lookup\): result cannot be sent over MCP"):
+        McpCassette.load(c)
+
+    class Deep:  # a live server's answer, passed through
+        name, version = "shop", "1"
+
+        async def list_tools(self) -> list[dict[str, Any]]:
+            return tools
+
+        async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            return deep
+
+    served = Served([])
+
+    async def call() -> bool:
+        async with Client(build_server(Deep(), served), read_timeout_seconds=10) as client:
+            try:
+                await client.call_tool("lookup", {})
+            except Exception:  # the SDK's error to the client; what matters is the count below
+                return True
+            return False
+
+    assert anyio.run(call)
+    assert len(served.failures) == 1 and "cannot be sent over MCP" in served.failures[0], served.failures
