@@ -1,0 +1,237 @@
+"""A case from a production trace, written into the user's repository: the case file (its turns, context and
+checks to review), the trace it came from (masked when asked), the tools' answers as cassettes and the
+model's as recordings. The one function the command calls: `write_case(CaseRequest(...)) -> Written`.
+
+    <out>/<id>.yaml                      the case
+    <out>/traces/<id>.json               the trace, its case_id the new id (`kit check` judges the case on it)
+    <out>/cassettes/<id>.json            the function tools' answers (kit.agent.cassette)
+    <out>/cassettes/<id>.mcp/<server>.json  each MCP server's answers (kit.mcp.cassette)
+    <out>/recordings/<id>.json           the model's answers (kit.recording), when the trace holds them
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.case import Case, Suite, load_invariants, parse_case, parse_check
+from kit.casegen import draft, place, tapes
+from kit.casegen.casefile import render
+from kit.casegen.judged import Verdicts, judge
+from kit.casegen.propose import Proposal, propose
+from kit.casegen.redact import Masker
+from kit.casegen.source import Source
+from kit.errors import KitInputError
+from kit.evaluate import run_check
+from kit.toolspec import Effect, tool_effects, tool_schemas
+from kit.trace import Trace, parse_trace
+
+
+@dataclass(frozen=True)
+class CaseRequest:
+    """What the command resolved from its flags and the plan."""
+
+    source: Source
+    suite: Suite  # the suite's cases (ids that are taken; the stored run's case)
+    out: Path  # the folder the case goes into, already checked (`place.out_folder`)
+    invariants: Path | None = None  # the suite's invariants file
+    case_invariants: Path | None = None  # the invariants file the written case will load
+    tools: Path | None = None  # the suite's tools.json
+    wanted_id: str | None = None
+    masker: Masker = field(default_factory=lambda: Masker(()))
+
+
+@dataclass(frozen=True)
+class Written:
+    case_id: str
+    files: list[Path]
+    verdicts: Verdicts
+    lines: list[str]  # what the command prints
+
+
+def _json_file(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise KitInputError(f"cannot read {what}: {e}", file=str(path)) from None
+
+
+def _tools(path: Path | None) -> tuple[dict[str, Effect], dict[str, Any]]:
+    if path is None:
+        return {}, {}
+    data = _json_file(path, "tools.json")
+    try:
+        return tool_effects(data), tool_schemas(data)
+    except ValueError as e:
+        raise KitInputError(str(e), file=str(path)) from None
+
+
+def _masked(req: CaseRequest) -> Trace:
+    data = req.masker.value(req.source.trace)
+    return parse_trace(data, file=str(req.source.file) if req.source.file else None)
+
+
+def _files(out: Path, case_id: str, trace: Trace) -> dict[str, Path]:
+    paths = {
+        "case": place.target(out, case_id, ".yaml"),
+        "trace": place.target(out / "traces", case_id, ".json"),
+    }
+    if tapes.function_calls(trace):
+        paths["cassette"] = place.target(out / "cassettes", case_id, ".json")
+    for server in tapes.mcp_servers(trace):
+        folder = place.target(out / "cassettes", case_id, ".mcp")
+        paths[f"mcp:{server}"] = place.target(folder, server, ".json")
+    return paths
+
+
+def _choose_id(req: CaseRequest, trace: Trace) -> str:
+    """The trace's id made free: no case of the suite has it and none of its files exists."""
+    ids = set(req.suite.by_id())
+    if req.wanted_id is not None:
+        found = draft.case_id(trace, ids, wanted=req.wanted_id)
+        there = place.taken(list(_files(req.out, found, trace).values()))
+        if there is not None:
+            raise KitInputError(f"--id {found!r}: {there} already exists (choose another id)")
+        return found
+    while True:
+        found = draft.case_id(trace, ids)
+        if place.taken(list(_files(req.out, found, trace).values())) is None:
+            return found
+        ids.add(found)
+
+
+def _checked(
+    proposals: list[Proposal], trace: Trace, case_id: str, base: Path, failing: bool
+) -> tuple[list[Proposal], list[str]]:
+    """The proposals that load, and, from a passing trace, pass on it; a note for each one dropped."""
+    kept: list[Proposal] = []
+    notes: list[str] = []
+    for i, p in enumerate(proposals):
+        try:
+            spec = parse_check(p.check, file=None, case=case_id, index=i, base_dir=base)
+        except KitInputError as e:
+            notes.append(f"{p.check.get('type')} not proposed: {e.message}")
+            continue
+        if p.proposed and not failing:
+            result = run_check(spec, trace)
+            if result.outcome != "pass":
+                notes.append(f"{result.name} not proposed: on this trace it does not pass ({result.reason})")
+                continue
+        kept.append(p)
+    return kept, notes
+
+
+def write_case(req: CaseRequest) -> Written:
+    trace = _masked(req)
+    effects, schemas = _tools(req.tools)
+    invariants = load_invariants(req.invariants) if req.invariants is not None else {}
+    stored_id = req.source.stored.get("case_id") or req.source.trace.get("case_id")
+    stored: Case | None = req.suite.by_id().get(str(stored_id)) if stored_id is not None else None
+    verdicts = judge(trace, invariants, stored)
+    case_id = _choose_id(req, trace)
+    same_file = (
+        req.invariants is not None
+        and req.case_invariants is not None
+        and req.invariants.resolve() == req.case_invariants.resolve()
+    )
+    proposals = propose(trace, verdicts, effects, by_name=lambda _name: same_file)
+    checks, dropped = _checked(proposals.checks, trace, case_id, req.out, verdicts.failing)
+    paths = _files(req.out, case_id, trace)
+    origin = req.source.origin
+    turns = draft.user_turns(trace)
+    fields: dict[str, Any] = {"id": case_id}
+    if len(turns) == 1:
+        fields["input"] = turns[0]
+    else:
+        fields["turns"] = turns
+    context = draft.context_of(trace, dict(stored.context) if stored is not None else None)
+    if context:
+        fields["context"] = context
+    if "cassette" in paths:
+        fields["cassette"] = paths["cassette"].relative_to(req.out).as_posix()
+    texts: dict[Path, str] = {}
+    lines: list[str] = []
+    for key, path in paths.items():
+        if key == "cassette":
+            texts[path] = tapes.dumped(tapes.tool_cassette(trace, case_id, origin))
+        elif key.startswith("mcp:"):
+            texts[path] = tapes.dumped(tapes.mcp_cassette(trace, key.removeprefix("mcp:"), schemas))
+    model_note = "the model runs live: the trace holds no model inputs and outputs to record"
+    lines.append(f"model: {model_note}")
+    masked = req.masker.masked
+    fields["metadata"] = {
+        "from_trace": {
+            "source": origin,
+            "verdict": ("broke " + ", ".join(sorted({j.result.name for j in verdicts.broken})))
+            if verdicts.failing
+            else "passed the suite's checks",
+            "model": "live",
+            **({"masked": masked} if masked else {}),
+        }
+    }
+    header = _header(origin, verdicts, paths, req.out, model_note, masked, req.masker.active)
+    text = render(
+        fields,
+        checks,
+        invariants=proposals.invariants,
+        header=header,
+        source=f"trace {trace.case_id}",
+        notes=proposals.notes + dropped,
+    )
+    _loads(text, paths["case"], req, invariants)
+    written = trace.model_dump(mode="json", exclude_none=False)
+    written["case_id"] = case_id
+    texts = {paths["case"]: text, paths["trace"]: json.dumps(written, indent=1, ensure_ascii=False) + "\n", **texts}
+    place.write_all(req.out, texts)
+    lines = [f"{p}" for p in texts] + lines
+    return Written(case_id, list(texts), verdicts, lines)
+
+
+def _header(
+    origin: str,
+    verdicts: Verdicts,
+    paths: dict[str, Path],
+    out: Path,
+    model_note: str,
+    masked: dict[str, int],
+    masking: bool,
+) -> list[str]:
+    lines = [f"Written by `kit case from-trace` from {origin}."]
+    if verdicts.failing:
+        broken = "; ".join(f"{j.result.name}: {j.result.reason}" for j in verdicts.broken)
+        lines.append(
+            f"The trace broke {broken}. This case reproduces that failure: it fails on the agent that produced "
+            "the trace, naming the same check, and passes once the agent is fixed."
+        )
+    else:
+        lines.append("The trace passed the suite's checks: the checks below say what it did, as requirements.")
+    lines.append(
+        "Every check marked PROPOSED was derived from that trace: review each (keep, relax or drop it) before "
+        "you commit. None freezes the answer's text: a check written against the current output instead of the "
+        "requirement fails on every better answer."
+    )
+    rel = {k: p.relative_to(out).as_posix() for k, p in paths.items()}
+    if "cassette" in rel:
+        lines.append(f"Function tools' answers: {rel['cassette']} (the kit's tool cassette).")
+    for key, value in rel.items():
+        if key.startswith("mcp:"):
+            lines.append(f"MCP server {key.removeprefix('mcp:')}'s answers: {value} (kit mcp replay {value}).")
+    lines.append(f"Model: {model_note}.")
+    lines.append(f"The trace, as written: {rel['trace']} (kit check --cases <this file> {rel['trace']}).")
+    if masking:
+        said = ", ".join(f"{n} {kind}" for kind, n in masked.items()) or "nothing found"
+        lines.append(f"Masked (--mask): {said}; the same value has the same token in every file.")
+    return lines
+
+
+def _loads(text: str, path: Path, req: CaseRequest, invariants: dict[str, Any]) -> None:
+    """The case as written loads (a bug of ours here is an error, never a file that does not load)."""
+    from kit.yamlio import safe_load
+
+    docs = safe_load(text)
+    try:
+        parse_case(docs[0], file=str(path), base_dir=path.parent, invariants=invariants)
+    except KitInputError as e:
+        raise KitInputError(f"the case written from the trace does not load ({e}): nothing written") from None
