@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from kit.gate.policy import GatePolicy
     from kit.gate.rules import RunRules
     from kit.judge import JudgeConfig
+    from kit.recording import Recordings
 
 # The reference agent's deterministic policy calls no model: its runs say so instead of a model id.
 DETERMINISTIC_MODEL = "deterministic-policy"
@@ -78,8 +79,26 @@ class Plan:
     def agent(self) -> Agent:
         """The agent. A user's callable is imported here, on first use, so that a process that only judges
         recorded runs (DeepEval's, Promptfoo's provider workers under `make evals`) never imports it (its
-        module may import a whole SDK); one that cannot be imported is a KitInputError naming it, raised here."""
+        module may import a whole SDK); one that cannot be imported is a KitInputError naming it, raised here.
+        Its model calls are recorded or replayed in this process as the plan's `recordings` say."""
+        self.install_recordings()
         return self.chosen if isinstance(self.chosen, Agent) else load_agent(self.chosen)
+
+    @cached_property
+    def recordings(self) -> Recordings | None:
+        """The model calls' recordings the plan runs under (`[tool.kit.recordings]`: mode, folder; the pinned
+        model `agent_model`), None when live."""
+        from kit.recording import from_settings
+
+        return from_settings(self.settings)
+
+    def install_recordings(self) -> None:
+        """The plan's recordings over this process's model calls (kit.recording.install; live: nothing): done
+        where the agent is first used and before every live run, so each process that calls the agent or the
+        judge records or replays alike (the runner's hosts inherit it)."""
+        from kit.recording import install
+
+        install(self.recordings)
 
     @property
     def agent_name(self) -> str:
@@ -215,6 +234,7 @@ class Plan:
 
     def run_live(self, case: Case, attempt: int, *, run_id: str | None = None) -> Invocation:
         """A fresh call of the agent on the case (an attack, say), judged, under the plan's timeout."""
+        self.install_recordings()
         return invoke(self.agent, case, attempt, timeout=self.timeout, run_id=run_id)
 
     def model_of(self, trace: Any) -> str | None:
@@ -562,7 +582,8 @@ def _absolute(settings: Settings) -> Settings:
         red["invariants"] = rt.invariants.absolute()
     if str(rt.corpus) != GENERIC and rt.corpus != DEFAULT_CORPUS and not rt.corpus.is_absolute():
         red["corpus"] = project_root(settings) / rt.corpus
-    return settings.model_copy(update={**top, "redteam": rt.model_copy(update=red)})
+    recordings = settings.recordings.model_copy(update={"folder": settings.recordings.folder.absolute()})
+    return settings.model_copy(update={**top, "redteam": rt.model_copy(update=red), "recordings": recordings})
 
 
 _PATHS = ("cases", "invariants", "rubrics", "gates", "store", "replay_runs")

@@ -6,9 +6,10 @@
         ...                                        # the agent's SDK calls are answered from the tape
     error = finish(tape)                           # the attempt's misses (replay), or None; record: saved
 
-`live` installs nothing. `install` also sets the settings' own variables (KIT_RECORDINGS_MODE, KIT_RECORDINGS)
-so a process started afterwards (the runner's host processes) resolves the same recordings; a process nobody
-installed them in takes them from its settings (`kit.settings.process_settings`) on its first call.
+`live` installs nothing. `install` also sets the settings' own variables (KIT_RECORDINGS_MODE, KIT_RECORDINGS,
+KIT_AGENT_MODEL for the pinned model) so a process started afterwards (the runner's host processes) resolves
+the same recordings; a process nobody installed them in takes them from its settings
+(`kit.settings.process_settings`) on its first call.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from kit.recording.tape import Tape, current
 Mode = Literal["live", "record", "replay", "record-missing"]
 MODES: tuple[str, ...] = ("live", "record", "replay", "record-missing")
 # The settings' variables a started process reads them from (kit.settings.ENV).
-MODE_ENV, FOLDER_ENV = "KIT_RECORDINGS_MODE", "KIT_RECORDINGS"
+MODE_ENV, FOLDER_ENV, MODEL_ENV = "KIT_RECORDINGS_MODE", "KIT_RECORDINGS", "KIT_AGENT_MODEL"
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,11 @@ def install(recordings: Recordings | None) -> None:
             return
         _STATE["recordings"] = recordings
         _STATE["patched"] = Patched(Router(replaying=recordings.mode == "replay"))
-        _STATE["saved_env"] = {k: os.environ.get(k) for k in (MODE_ENV, FOLDER_ENV)}
+        _STATE["saved_env"] = {k: os.environ.get(k) for k in (MODE_ENV, FOLDER_ENV, MODEL_ENV)}
         os.environ[MODE_ENV] = recordings.mode
         os.environ[FOLDER_ENV] = str(recordings.folder)
+        if recordings.model is not None:
+            os.environ[MODEL_ENV] = recordings.model
 
 
 def uninstall() -> None:

@@ -18,6 +18,11 @@ A call that raises a rate-limit error is retried with exponential backoff and ji
 within the timeout); the retries are counted on the run. With KIT_SLOTS_DIR set, each call of a user's agent
 holds one of the shared slots (kit.runner.slots), so processes that call the agent at once stay under one cap.
 
+Model calls: when the process runs under recordings (`[tool.kit.recordings]`, kit.recording), each call
+is one attempt's tape, current in the agent's thread or task: its SDK calls are recorded or answered from the
+recording, and a replayed request with no recording makes the run an error naming it (`recording miss: ...`),
+even when the agent swallowed the SDK's exception. A replayed run's trace says so (`replayed`) and costs 0.
+
 The timeout: on the main thread a SIGALRM timer interrupts the agent where it is (`deadline`). Elsewhere
 (a thread pool, a host that calls from a worker thread) no signal can reach the agent, so it runs in a
 daemon thread of its own and is abandoned when time is up: the run is an error at once, but a thread
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import inspect
 import json
@@ -85,6 +91,7 @@ class Called:
     calls: int = 0  # calls made to the agent (retries included)
     json: str | None = None  # `data` encoded, set by `wire()`
     trace: Trace | None = None  # the parsed trace, in the agent's process only (never sent)
+    replayed: int = 0  # model calls answered from a recording (kit.recording): the run cost nothing
 
     def wire(self) -> Called:
         """This, ready to cross a process boundary: the trace as JSON text, nothing else of the agent's."""
@@ -138,7 +145,9 @@ def _call_watched(agent: Agent, case: Case, attempt: int, seconds: float, run: A
         except BaseException as e:  # handed to the caller, which decides what it means
             box["error"] = e
 
-    worker = threading.Thread(target=target, name=f"kit-agent:{case.id}#{attempt}", daemon=True)
+    # The caller's context goes with it: the attempt's recording tape is a context variable.
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=context.run, args=(target,), name=f"kit-agent:{case.id}#{attempt}", daemon=True)
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
@@ -301,6 +310,29 @@ def call(
     if early is not None:
         return early
     agent_environment()  # the user's own proxies for the agent's code, whichever tool started this process
+    taped = _tape(case, attempt)
+    if isinstance(taped, str):
+        return Called(error=taped)
+    if taped is None:
+        return _call(agent, case, attempt, timeout, run_id, slots, on_start, conversation)
+    token = _current_tape().set(taped[1])
+    try:
+        called = _call(agent, case, attempt, timeout, run_id, slots, on_start, conversation)
+    finally:
+        _current_tape().reset(token)
+    return _taped(called, *taped)
+
+
+def _call(
+    agent: Agent,
+    case: Case,
+    attempt: int,
+    timeout: float | None,
+    run_id: str | None,
+    slots: Slots | bool | None,
+    on_start: Callable[[], None] | None,
+    conversation: Callable[[], Any] | None,
+) -> Called:
     shared = _own_slots(agent) if slots is True else slots or None
     held = shared.acquire() if shared is not None else None
     try:
@@ -350,6 +382,28 @@ async def call_async(
         return await asyncio.to_thread(
             call, agent, case, attempt, timeout=timeout, run_id=run_id, slots=slots, on_start=on_start
         )
+    taped = _tape(case, attempt)
+    if isinstance(taped, str):
+        return Called(error=taped)
+    if taped is None:
+        return await _call_async(agent, case, attempt, timeout, run_id, slots, on_start)
+    token = _current_tape().set(taped[1])  # this task's context: the tasks the agent starts inherit it
+    try:
+        called = await _call_async(agent, case, attempt, timeout, run_id, slots, on_start)
+    finally:
+        _current_tape().reset(token)
+    return _taped(called, *taped)
+
+
+async def _call_async(
+    agent: Agent,
+    case: Case,
+    attempt: int,
+    timeout: float | None,
+    run_id: str | None,
+    slots: Slots | bool | None,
+    on_start: Callable[[], None] | None,
+) -> Called:
     shared = _own_slots(agent) if slots is True else slots or None
     held = await shared.acquire_async() if shared is not None else None
     try:
@@ -386,6 +440,44 @@ async def call_async(
         if held is not None and shared is not None:
             shared.release(held)
     return _read(result, agent, case, attempt, run_id, agent_s, retries)
+
+
+# --- the model's calls, recorded or replayed ----------------------------------------------------------
+
+
+def _current_tape() -> contextvars.ContextVar[Any]:
+    from kit.recording.tape import current
+
+    return current
+
+
+def _tape(case: Case, attempt: int) -> tuple[Any, Any] | str | None:
+    """(the process's recordings, this attempt's tape) when it runs under recordings (kit.recording), None
+    when live, or why the attempt cannot run (a recordings folder that cannot be read)."""
+    from kit.recording.session import active
+
+    try:
+        recordings = active()
+        return None if recordings is None else (recordings, recordings.open(case.id, attempt))
+    except KitInputError as e:
+        return f"recordings: {e}"
+
+
+def _taped(called: Called, recordings: Any, tape: Any) -> Called:
+    """The call after its tape is done: saved (record); the run an error when a request missed (replay),
+    whatever the agent made of the answer; a replayed trace marked so (`replayed`: its calls and their file)."""
+    try:
+        missed = recordings.finish(tape)
+    except KitInputError as e:
+        missed = f"recordings: {e}"
+    if missed is not None:
+        return dataclasses.replace(called, error=missed, skipped=None, data=None, json=None, trace=None)
+    if tape.mode != "replay" or called.data is None or not tape.replayed:
+        return called
+    data = dict(called.data)
+    data["replayed"] = {"calls": tape.replayed, "recording": tape.source}
+    text = json.dumps(data, default=str) if called.json is not None else None
+    return dataclasses.replace(called, data=data, json=text, replayed=tape.replayed)
 
 
 def _retry_or_fail(
@@ -480,6 +572,8 @@ def judge(called: Called, case: Case, attempt: int, *, run_id: str | None = None
     # The CaseRun was made just above with a dict of its own, seen by no one yet: filled in place, which
     # costs a fifth of copying the frozen run on the reference agent's hot path.
     cr.metrics.update(agent_calls=called.calls, retries=called.retries, agent_s=called.agent_s, kit_s=kit_s)
+    if called.replayed:  # answered from recordings: nothing was spent (the trace says what it cost recorded)
+        cr.metrics.update(replayed_calls=called.replayed, cost_usd=0.0)
     return Invocation(cr, data, agent_s=called.agent_s, kit_s=kit_s, retries=called.retries)
 
 
