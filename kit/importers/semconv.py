@@ -24,6 +24,12 @@ one that never ran (held back by a confirmation guard, or the run ended) stays a
 A user message new in a model call's input starts a turn: a run of several turns carries `turn` on every
 span, and a call run later than asked (after the user confirmed) belongs to the turn it ran in.
 A run of several agents names the agent of every step and the handoffs between them (kit.importers.agents).
+One model call is one step: a model-call span nested alone in another (the Anthropic SDK's own span inside
+OpenInference's) is its twin, read with it, never counted again. Prompt-cache tokens are kept beside the
+prompt's (`tokens_cache_read`, `tokens_cache_write`), from the 2026 names (`gen_ai.usage.cache_read.input_tokens`,
+`...cache_creation.input_tokens`), the older ones, and OpenInference's `llm.token_count.prompt_details.*`.
+Message content of a type the importer does not read (a `tool_use` block no call lists, a Gemini
+`function_call` part) is refused naming the span, the message and the block: never dropped.
 """
 
 from __future__ import annotations
@@ -301,16 +307,26 @@ def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
         m = item.get("message", {}) if isinstance(item, dict) else {}
         msg = Msg(str(m.get("role") or "assistant"))
         text = m.get("content")
-        if text is None and "contents" in m:
-            parts = [c.get("message_content", {}) for c in _indexed(m["contents"])]
-            for j, p in enumerate(parts):
-                if p.get("type", "text") not in ("text", "image"):
-                    raise UnknownBlock(f"llm.{which}_messages.{len(out)}, content {j}: a {p.get('type')!r} content")
-            text = "".join(str(p.get("text", "")) for p in parts if p.get("type", "text") == "text")
         for tc in _indexed(m.get("tool_calls")):
             call = tc.get("tool_call", {})
             fn = call.get("function", {})
             msg.tool_calls.append({"id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
+        if text is None and "contents" in m:
+            contents = [c for c in _indexed(m["contents"]) if isinstance(c, dict)]
+            calls = {tc["id"] for tc in msg.tool_calls}
+            for j, c in enumerate(contents):
+                kind = c.get("message_content", {}).get("type", "text")
+                # Anthropic's tool_use content is a copy of a call in `tool_calls`; one that is not there is refused.
+                copy = kind == "tool_use" and c.get("tool_call", {}).get("id") in calls - {None}
+                if kind not in ("text", "image") and not copy:
+                    where = f"llm.{which}_messages.{len(out)}, content {j}"
+                    raise UnknownBlock(f"{where}: a {kind!r} content, which the importer does not read")
+            parts = [
+                c.get("message_content", {})
+                for c in contents
+                if c.get("message_content", {}).get("type", "text") == "text"
+            ]
+            text = "".join(str(p.get("text", "")) for p in parts) if parts else None
         if msg.role == "tool":
             msg.tool_results.append({"id": m.get("tool_call_id"), "name": m.get("name"), "response": text})
         else:
@@ -353,6 +369,7 @@ class _Llm:
     convention: str
     inputs: list[Msg]
     outputs: list[Msg]
+    twin: OtelSpan | None = None  # another instrumentation's span of the same model call, nested in this one
 
 
 def _event_messages(span: OtelSpan, notes: list[str]) -> tuple[list[Msg], list[Msg]]:
@@ -448,31 +465,84 @@ def _unread_content(x: _Llm) -> list[str]:
     return sorted(k for k in x.span.attrs if _CONTENTISH.search(k) and not _NOT_CONTENT.search(k))
 
 
-def _llm_span(x: _Llm) -> dict[str, Any]:
-    a = x.span.attrs
-    if x.convention == GENAI:
+# Prompt-cache token counts, by convention: the 2026 GenAI names first, then the names instrumentations wrote
+# before them (the Anthropic SDK's own `cache_write`, OpenLLMetry's underscored ones), then OpenInference's.
+_CACHE_READ = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
+_CACHE_WRITE = (
+    "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.usage.cache_write.input_tokens",
+    "gen_ai.usage.cache_creation_input_tokens",
+)
+_OI_CACHE_READ, _OI_CACHE_WRITE = (
+    ("llm.token_count.prompt_details.cache_read",),
+    ("llm.token_count.prompt_details.cache_write",),
+)
+
+
+def _first(a: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((a[k] for k in keys if a.get(k) is not None), None)
+
+
+def _llm_fields(span: OtelSpan, convention: str) -> dict[str, Any]:
+    """A model call's model, tokens and cost as its span records them (None where it does not)."""
+    a = span.attrs
+    if convention == GENAI:
         model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
         tin = a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))
         tout = a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
-        cost = a.get("gen_ai.usage.cost")
+        cost, read, write = a.get("gen_ai.usage.cost"), _first(a, _CACHE_READ), _first(a, _CACHE_WRITE)
     else:
         model = a.get("llm.model_name")
         tin, tout = a.get("llm.token_count.prompt"), a.get("llm.token_count.completion")
-        cost = a.get("llm.cost.total")
+        cost, read, write = a.get("llm.cost.total"), _first(a, _OI_CACHE_READ), _first(a, _OI_CACHE_WRITE)
     quiet: list[str] = []  # `_numbers` noted what is not a number when the span was read
-    cost = _count(x.span, "cost", cost, quiet, float)
+    return {
+        "name": model,
+        "tokens_in": _count(span, "tokens", tin, quiet),
+        "tokens_out": _count(span, "tokens", tout, quiet),
+        "cost_usd": _count(span, "cost", cost, quiet, float),
+        "tokens_cache_read": _count(span, "tokens", read, quiet),
+        "tokens_cache_write": _count(span, "tokens", write, quiet),
+    }
+
+
+def _llm_span(x: _Llm) -> dict[str, Any]:
+    fields = _llm_fields(x.span, x.convention)
+    if x.twin is not None:  # what this span leaves out, its twin may record (one call: never added up)
+        twin = _llm_fields(x.twin, kind(x.twin)[1] or GENAI)
+        fields = {k: v if v is not None else twin[k] for k, v in fields.items()}
     span: dict[str, Any] = {
         "kind": "llm",
-        "name": model or x.span.name,
-        "tokens_in": _count(x.span, "tokens", tin, quiet) or 0,
-        "tokens_out": _count(x.span, "tokens", tout, quiet) or 0,
+        "name": fields["name"] or x.span.name,
+        "tokens_in": fields["tokens_in"] or 0,
+        "tokens_out": fields["tokens_out"] or 0,
         "latency_ms": x.span.latency_ms,
     }
-    if cost is not None:
-        span["cost_usd"] = cost
-    if x.span.error:
-        span["error"] = x.span.error
+    for key in ("cost_usd", "tokens_cache_read", "tokens_cache_write"):
+        if fields[key] is not None:
+            span[key] = fields[key]
+    error = x.span.error or (x.twin.error if x.twin is not None else None)
+    if error:
+        span["error"] = error
     return span
+
+
+def _twins(kinds: list[tuple[OtelSpan, str | None, str | None]]) -> dict[str, OtelSpan]:
+    """One model call that two instrumentations recorded (OpenInference's span and the SDK's own inside it):
+    the outer span's id -> the inner one, which is then no step of its own. An outer span holding several model
+    calls is a wrapper of calls, not a twin: its inner spans stay."""
+    by_id = {s.span_id: s for s, _, _ in kinds}
+    llm = {s.span_id for s, k, _ in kinds if k == "llm"}
+    inner: dict[str, list[OtelSpan]] = {}
+    for s, k, _ in kinds:
+        parent, seen = s.parent_id, {s.span_id}
+        while k == "llm" and parent and parent in by_id and parent not in seen:
+            if parent in llm:
+                inner.setdefault(parent, []).append(s)
+                break
+            seen.add(parent)
+            parent = by_id[parent].parent_id
+    return {outer: spans[0] for outer, spans in inner.items() if len(spans) == 1}
 
 
 @dataclass
@@ -632,6 +702,8 @@ def build_trace(
         raise KitInputError(_unknown(spans, convention))
 
     agents = SpanAgents(spans)
+    twins = _twins(kinds)
+    twinned = {t.span_id for t in twins.values()}
     history = _History()
     plan: list[tuple[str, Any]] = []  # ("llm", _Llm) | ("message", span) | ("call", _Call) | ("tool", ...)
     owners: list[OtelSpan] = []  # the span each plan item came from (its agent is the item's)
@@ -643,9 +715,16 @@ def build_trace(
         prev = s
         if k == "tool" and handoff_marker(s) is not None:
             continue  # the framework's record of a handoff: an event of the run, not a call
+        if k == "llm" and s.span_id in twinned:
+            continue  # read with the span it is a twin of
         if k == "llm":
             try:
                 x = _llm(s, conv or GENAI, notes)
+                twin = twins.get(s.span_id)
+                if twin is not None and not x.inputs and not x.outputs:  # the content is on the twin
+                    inner = _llm(twin, kind(twin)[1] or GENAI, notes)
+                    x = _Llm(s, conv or GENAI, inner.inputs, inner.outputs)
+                x.twin = twin
             except UnknownBlock as e:  # content the importer would drop: refused, naming the span and the block
                 raise KitInputError(f"span {s.name!r} ({s.span_id}): {e}") from None
             unread = _unread_content(x)
