@@ -5,8 +5,10 @@ settle time (late spans from other processes); one whose root never comes is han
 its first span, marked incomplete. Memory is bounded by `max_spans`: `admit` refuses a batch while the
 spans held (pending and being judged) are over it, and the front answers 429 with Retry-After.
 
-Traces judged recently are remembered (`window` ids) so that a late span of one is dropped, counted, and
-not judged as a trace of its own; past that window the store's trace id is the guard.
+A span that came before (the same trace and span id: a sender retrying a batch whose answer it lost, or a
+batch the log replays) is taken once. Traces judged recently are remembered (`window` ids) so that a late
+span of one is dropped, counted, and not judged as a trace of its own; past that window the store's trace
+id is the guard.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kit.importers.otlp import OtelSpan
 class Pending:
     trace_id: str
     spans: list[OtelSpan] = field(default_factory=list)
+    span_ids: set[str] = field(default_factory=set)
     segments: set[int] = field(default_factory=set)
     root: bool = False
     first: float = 0.0
@@ -50,6 +53,7 @@ class Assembler:
         self._judged: OrderedDict[str, None] = OrderedDict()
         self.held = 0  # spans pending or being judged
         self.late_spans = 0  # spans of a trace already judged, dropped
+        self.repeated_spans = 0  # a span that came before (same trace and span id), dropped
 
     def admit(self) -> bool:
         """Whether a batch may come in now (memory bound)."""
@@ -71,8 +75,12 @@ class Assembler:
                 if p is None:
                     p = self._pending[tid] = Pending(tid, first=now)
                     heapq.heappush(self._due, (now + self.max_wait, tid))
-                p.spans.append(s)
                 p.segments.add(segment)
+                if s.span_id in p.span_ids:  # a batch sent again (its answer lost, or replayed): once
+                    self.repeated_spans += 1
+                    continue
+                p.span_ids.add(s.span_id)
+                p.spans.append(s)
                 p.last = now
                 self.held += 1
                 if not s.parent_id and not p.root:

@@ -93,7 +93,10 @@ class Front:
     def __init__(self, receiver: Receiver, host: str = "127.0.0.1", port: int = 4318) -> None:
         self.server = _Server((host, port), receiver)
         self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, name="kit-serve-http", daemon=True)
+        # A short poll: `close` (SIGTERM) waits for the loop to notice, half a second at the default.
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, args=(0.05,), name="kit-serve-http", daemon=True
+        )
 
     def start(self) -> Front:
         self._thread.start()

@@ -81,6 +81,7 @@ class Receiver:
 
         records = self.wal.replay()
         if not records:
+            self.wal.release({})  # an older run's segments that hold nothing (empty) go now
             return
         batches = []
         for r in records:
@@ -232,6 +233,7 @@ class Receiver:
             "failed": c.failed,
             "duplicates": c.duplicates,
             "late_spans": self.assembler.late_spans,
+            "repeated_spans": self.assembler.repeated_spans,
             "pending_traces": self.assembler.pending(),
             "held_spans": self.assembler.held,
             "replayed": self.replayed,

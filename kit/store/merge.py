@@ -359,6 +359,20 @@ def import_runs(store: Any, other: Path) -> int:
                     "INSERT INTO calibrations BY NAME SELECT * FROM base.calibrations "
                     "WHERE calibration_id NOT IN (SELECT calibration_id FROM calibrations)"
                 )
+            # And production traces (`kit serve`: one store shard per receiver), each trace id once.
+            if con.execute(has, ["production_traces"]).fetchone() == (1,):
+                con.execute(
+                    "CREATE TEMP TABLE _new_traces AS SELECT trace_id FROM base.production_traces "
+                    "EXCEPT SELECT trace_id FROM production_traces"
+                )
+                try:
+                    for table in ("production_traces", "production_checks"):
+                        con.execute(
+                            f"INSERT INTO {table} BY NAME SELECT * FROM base.{table} "
+                            "WHERE trace_id IN (SELECT trace_id FROM _new_traces)"
+                        )
+                finally:
+                    con.execute("DROP TABLE _new_traces")
             return len(new)
         finally:
             con.execute("DETACH base")
