@@ -16,7 +16,7 @@ from deepeval.test_case import MultiTurnParams
 
 from deepeval_metrics.caselog import CaseLog
 from deepeval_metrics.judge_model import KitJudgeModel
-from deepeval_metrics.rubric_metric import RubricGate, sampled_verdict, settle, skipped_verdict
+from deepeval_metrics.rubric_metric import RubricGate, judged, sampled_verdict, settle, skipped_verdict
 from kit.case import Case
 from kit.judge import JudgeConfig
 from kit.judge.rubrics import RubricSet
@@ -47,7 +47,8 @@ class ConversationalRubricMetric(RubricGate, BaseConversationalMetric):
             geval.measure(test_case, _show_indicator=False)
             return geval.score, geval.reason or ""
 
-        return settle(self, sampled_verdict(self.rubric, self.judge, self.samples, once))
+        with judged(self.log, self.judge):
+            return settle(self, sampled_verdict(self.rubric, self.judge, self.samples, once))
 
     async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float | None:
         return self.measure(test_case)

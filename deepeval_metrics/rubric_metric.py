@@ -16,6 +16,7 @@ rubric's pass rate falls below its floor, which the eval session checks at the e
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from functools import cache
 from typing import Any
 
@@ -90,6 +91,14 @@ def _calls(model: KitJudgeModel, sample: int, outcome: str, score: float | None,
             )
         )
     return out
+
+
+def judged(log: Any, judge: JudgeConfig) -> AbstractContextManager[Any]:
+    """The judge's calls about the run `log` holds, recorded or replayed with the model calls' recordings
+    (kit.recording.judging: `_judge/<case id>.json`, by attempt); outside any run, as they come."""
+    from kit.recording import judging
+
+    return judging(log.case.id if log is not None else None, log.attempt if log is not None else 0, judge.model)
 
 
 def sampled_verdict(rubric: Rubric, judge: JudgeConfig, samples: int, measure_once: Sample) -> SoftVerdict:
@@ -222,7 +231,8 @@ class RubricMetric(RubricGate, BaseMetric):
         if self.judge is None:
             return self.skip()
         once = geval_sample(self.rubric, self.judge, test_case)
-        return settle(self, sampled_verdict(self.rubric, self.judge, self.samples, once))
+        with judged(self.log, self.judge):
+            return settle(self, sampled_verdict(self.rubric, self.judge, self.samples, once))
 
     async def a_measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
         return self.measure(test_case)

@@ -11,7 +11,7 @@ session   the process's recordings (mode, folder, pinned model): install, attemp
 
 from kit.recording.files import prune, save_attempt
 from kit.recording.format import Exchange, Recording, Request, Response, path_for, read, write
-from kit.recording.session import MODES, Recordings, active, attempt, from_settings, install, uninstall
+from kit.recording.session import MODES, Recordings, active, attempt, from_settings, install, judging, uninstall
 
 __all__ = [
     "MODES",
@@ -24,6 +24,7 @@ __all__ = [
     "attempt",
     "from_settings",
     "install",
+    "judging",
     "path_for",
     "prune",
     "read",

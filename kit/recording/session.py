@@ -43,10 +43,12 @@ class Recordings:
     folder: Path
     model: str | None = None  # the pinned model id: a recording of another is refused
 
-    def open(self, case_id: str, attempt: int) -> Tape:
-        """The tape for this attempt: replayed when recorded (replay, record-missing), else recorded."""
+    def open(self, case_id: str, attempt: int, *, model: str | None = None) -> Tape:
+        """The tape for this attempt: replayed when recorded (replay, record-missing), else recorded. `model`:
+        the model id pinned for these calls (the judge's), else the agent's."""
+        pinned = model if model is not None else self.model
         if self.mode == "record":
-            return Tape(case_id, attempt, "record")
+            return Tape(case_id, attempt, "record", model=pinned)
         source = str(path_for(self.folder, case_id))
         try:
             recording = _read(source)
@@ -55,22 +57,22 @@ class Recordings:
         if recording is not None and recording.case != case_id:
             why = f"{source}: the recording is case '{recording.case}', not '{case_id}'"
             return Tape(case_id, attempt, "replay", refused=why, source=source)
-        if recording is not None and self.model is not None and recording.model != self.model:
+        if recording is not None and pinned is not None and recording.model != pinned:
             why = (
                 f"case '{case_id}' attempt {attempt}: {source} was recorded with model {recording.model!r}, "
-                f"but the plan pins {self.model!r}: record it again"
+                f"but the plan pins {pinned!r}: record it again"
             )
             return Tape(case_id, attempt, "replay", refused=why, source=source)
         recorded = recording.attempt(attempt) if recording is not None else None
         if recorded is None and self.mode == "record-missing":
-            return Tape(case_id, attempt, "record")
+            return Tape(case_id, attempt, "record", model=pinned)
         return Tape(case_id, attempt, "replay", recorded=recorded, source=source)
 
     def finish(self, tape: Tape) -> str | None:
         """After the attempt: a recording tape saved (the attempt's file merged under a lock); the attempt's
         error when it missed (the first miss, and how many more)."""
         if tape.mode == "record" and (tape.kept or path_for(self.folder, tape.case_id).exists()):
-            save_attempt(self.folder, tape.case_id, tape.attempt, tape.kept, self.model)
+            save_attempt(self.folder, tape.case_id, tape.attempt, tape.kept, tape.model)
         if not tape.misses:
             return None
         more = len(tape.misses) - 1
@@ -177,3 +179,21 @@ def attempt(case_id: str, number: int, *, judge: bool = False) -> Iterator[Tape 
         yield tape
     finally:
         current.reset(token)
+
+
+@contextlib.contextmanager
+def judging(case_id: str | None, number: int, model: str | None) -> Iterator[Tape | None]:
+    """The judge's calls about attempt `number` of a case, recorded or replayed as the agent's are, apart from
+    them (`_judge/<case id>.json`, pinned to the judge's `model`), saved when the block ends. A replayed call
+    with no recording is answered 400 (the judge's error names the miss). No case (None) or live: nothing."""
+    recordings = active()
+    if recordings is None or case_id is None:
+        yield None
+        return
+    tape = recordings.open(JUDGE_PREFIX + case_id, number, model=model)
+    token = current.set(tape)
+    try:
+        yield tape
+    finally:
+        current.reset(token)
+        recordings.finish(tape)

@@ -30,6 +30,7 @@ class Tape:
     recorded: list[Exchange] | None = None
     refused: str | None = None
     source: str = ""  # the recording's file, for messages
+    model: str | None = None  # the model id pinned for these calls, written with what is recorded
     kept: list[Exchange] = field(default_factory=list)  # what this attempt got (record)
     misses: list[str] = field(default_factory=list)
     replayed: int = 0  # answers played from the recording
