@@ -12,12 +12,13 @@ model's as recordings. The one function the command calls: `write_case(CaseReque
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kit.case import Case, Suite, load_invariants, parse_case, parse_check
-from kit.casegen import draft, place, tapes
+from kit.casegen import draft, model, place, tapes
 from kit.casegen.casefile import render
 from kit.casegen.judged import Verdicts, judge
 from kit.casegen.propose import Proposal, propose
@@ -39,6 +40,7 @@ class CaseRequest:
     invariants: Path | None = None  # the suite's invariants file
     case_invariants: Path | None = None  # the invariants file the written case will load
     tools: Path | None = None  # the suite's tools.json
+    recordings: Path | None = None  # the settings' model-call recordings folder (checked: inside the repository)
     wanted_id: str | None = None
     masker: Masker = field(default_factory=lambda: Masker(()))
 
@@ -73,7 +75,7 @@ def _masked(req: CaseRequest) -> Trace:
     return parse_trace(data, file=str(req.source.file) if req.source.file else None)
 
 
-def _files(out: Path, case_id: str, trace: Trace) -> dict[str, Path]:
+def _files(out: Path, case_id: str, trace: Trace, recordings: Path | None = None) -> dict[str, Path]:
     paths = {
         "case": place.target(out, case_id, ".yaml"),
         "trace": place.target(out / "traces", case_id, ".json"),
@@ -83,6 +85,8 @@ def _files(out: Path, case_id: str, trace: Trace) -> dict[str, Path]:
     for server in tapes.mcp_servers(trace):
         folder = place.target(out / "cassettes", case_id, ".mcp")
         paths[f"mcp:{server}"] = place.target(folder, server, ".json")
+    if recordings is not None:
+        paths["recording"] = model.path(recordings, case_id)
     return paths
 
 
@@ -91,13 +95,13 @@ def _choose_id(req: CaseRequest, trace: Trace) -> str:
     ids = set(req.suite.by_id())
     if req.wanted_id is not None:
         found = draft.case_id(trace, ids, wanted=req.wanted_id)
-        there = place.taken(list(_files(req.out, found, trace).values()))
+        there = place.taken(list(_files(req.out, found, trace, req.recordings).values()))
         if there is not None:
             raise KitInputError(f"--id {found!r}: {there} already exists (choose another id)")
         return found
     while True:
         found = draft.case_id(trace, ids)
-        if place.taken(list(_files(req.out, found, trace).values())) is None:
+        if place.taken(list(_files(req.out, found, trace, req.recordings).values())) is None:
             return found
         ids.add(found)
 
@@ -138,7 +142,8 @@ def write_case(req: CaseRequest) -> Written:
     )
     proposals = propose(trace, verdicts, effects, by_name=lambda _name: same_file)
     checks, dropped = _checked(proposals.checks, trace, case_id, req.out, verdicts.failing)
-    paths = _files(req.out, case_id, trace)
+    made, model_note = model.recording(req.source, case_id, req.masker)
+    paths = _files(req.out, case_id, trace, req.recordings if made is not None else None)
     origin = req.source.origin
     turns = draft.user_turns(trace)
     fields: dict[str, Any] = {"id": case_id}
@@ -158,7 +163,10 @@ def write_case(req: CaseRequest) -> Written:
             texts[path] = tapes.dumped(tapes.tool_cassette(trace, case_id, origin))
         elif key.startswith("mcp:"):
             texts[path] = tapes.dumped(tapes.mcp_cassette(trace, key.removeprefix("mcp:"), schemas))
-    model_note = "the model runs live: the trace holds no model inputs and outputs to record"
+    if made is not None and "recording" in paths:
+        texts[paths["recording"]] = model.text(made)
+    elif made is not None:
+        made, model_note = None, "the model runs live: no recordings folder to write its answers to"
     lines.append(f"model: {model_note}")
     masked = req.masker.masked
     fields["metadata"] = {
@@ -167,7 +175,7 @@ def write_case(req: CaseRequest) -> Written:
             "verdict": ("broke " + ", ".join(sorted({j.result.name for j in verdicts.broken})))
             if verdicts.failing
             else "passed the suite's checks",
-            "model": "live",
+            "model": "recorded" if made is not None else "live",
             **({"masked": masked} if masked else {}),
         }
     }
@@ -184,7 +192,7 @@ def write_case(req: CaseRequest) -> Written:
     written = trace.model_dump(mode="json", exclude_none=False)
     written["case_id"] = case_id
     texts = {paths["case"]: text, paths["trace"]: json.dumps(written, indent=1, ensure_ascii=False) + "\n", **texts}
-    place.write_all(req.out, texts)
+    place.write_all([b for b in (req.out, req.recordings) if b is not None], texts)
     lines = [f"{p}" for p in texts] + lines
     return Written(case_id, list(texts), verdicts, lines)
 
@@ -212,13 +220,16 @@ def _header(
         "you commit. None freezes the answer's text: a check written against the current output instead of the "
         "requirement fails on every better answer."
     )
-    rel = {k: p.relative_to(out).as_posix() for k, p in paths.items()}
+    rel = {k: Path(os.path.relpath(p, out)).as_posix() for k, p in paths.items()}
     if "cassette" in rel:
         lines.append(f"Function tools' answers: {rel['cassette']} (the kit's tool cassette).")
     for key, value in rel.items():
         if key.startswith("mcp:"):
             lines.append(f"MCP server {key.removeprefix('mcp:')}'s answers: {value} (kit mcp replay {value}).")
-    lines.append(f"Model: {model_note}.")
+    if "recording" in rel:
+        lines.append(f"Model: {model_note}: {rel['recording']} (kit.recording; replayed in mode replay).")
+    else:
+        lines.append(f"Model: {model_note}.")
     lines.append(f"The trace, as written: {rel['trace']} (kit check --cases <this file> {rel['trace']}).")
     if masking:
         said = ", ".join(f"{n} {kind}" for kind, n in masked.items()) or "nothing found"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kit.errors import KitInputError
@@ -42,9 +42,10 @@ def taken(paths: list[Path]) -> Path | None:
     return next((p for p in paths if p.exists() or p.is_symlink()), None)
 
 
-def write_all(base: Path, files: Mapping[Path, str]) -> None:
-    """Every file (each inside `base`) written, or none: each goes to a temporary file beside it first, and
-    only when all are there are they moved into place. A file already there is never overwritten."""
+def write_all(bases: Sequence[Path], files: Mapping[Path, str]) -> None:
+    """Every file (each inside one of `bases`, checked folders) written, or none: each goes to a temporary file
+    beside it first, and only when all are there are they moved into place. A file already there is never
+    overwritten; the folders made inside a base are checked to be no links as they are made."""
     there = taken(list(files))
     if there is not None:
         raise KitInputError("already exists: nothing written", file=str(there))
@@ -52,11 +53,14 @@ def write_all(base: Path, files: Mapping[Path, str]) -> None:
     parts: list[tuple[Path, Path]] = []
     try:
         for path, text in files.items():
+            base = next((b for b in bases if path.is_relative_to(b)), None)
+            if base is None:
+                raise KitInputError(f"{path} is outside the folders checked for writing: nothing written")
             for parent in reversed(path.parents):
                 if not parent.is_relative_to(base) or (parent == base and parent.exists()):
                     continue
                 if not parent.exists():
-                    parent.mkdir()
+                    parent.mkdir(parents=True)
                     made.append(parent)
                 elif parent.is_symlink():
                     raise KitInputError(f"{parent} is a symbolic link: nothing written")

@@ -31,6 +31,7 @@ from kit.trace import Trace
 # (the fixed agent may need the steps the faulty one skipped). Counts get at least 2 more.
 HEADROOM = {False: 0.5, True: 1.0}
 MIN_EXTRA_STEPS = 2
+MIN_EXTRA_MS = 5000  # a CI run may start cold where production was warm
 # An end state larger than this is proposed as its row count, not its rows.
 MAX_END_STATE_ROWS = 20
 
@@ -94,9 +95,7 @@ def propose(
     else:
         checks += _acting(trace, effects)
     checks += _no_repeat(trace, failing)
-    budget = _budget(trace, failing)
-    if budget is not None:
-        checks.append(budget)
+    checks += _budget(trace, failing)
     if not failing:
         state, note = _end_state(trace)
         checks += state
@@ -164,36 +163,48 @@ def _no_repeat(trace: Trace, failing: bool) -> list[Proposal]:
     return []
 
 
-def _limit(value: float, headroom: float, count: bool) -> float | int:
-    if count:
-        return max(math.ceil(value * (1 + headroom)), int(value) + MIN_EXTRA_STEPS)
-    return math.ceil(value * (1 + headroom))
+def _limit(value: float, headroom: float, key: str) -> float | int:
+    grown = math.ceil(value * (1 + headroom))
+    if key in ("steps", "tool_calls"):
+        return max(grown, int(value) + MIN_EXTRA_STEPS)
+    if key == "latency_ms":
+        return max(grown, math.ceil(value) + MIN_EXTRA_MS)
+    return grown
 
 
-def _budget(trace: Trace, failing: bool) -> Proposal | None:
+def _budget(trace: Trace, failing: bool) -> list[Proposal]:
+    """Budgets on what the trace measured, each its own check: steps and tool calls (counted in every run),
+    tokens (an agent whose runs record none makes that check an error, never a pass) and latency (wall time
+    varies with the machine, a cold start, a replay: it gets at least `MIN_EXTRA_MS` more)."""
     headroom = HEADROOM[failing]
-    check: dict[str, Any] = {"type": "budget"}
-    said: list[str] = []
-    for key, count, unit in (
-        ("steps", True, ""),
-        ("tool_calls", True, ""),
-        ("tokens", False, ""),
-        ("latency_ms", False, " ms"),
-    ):
-        try:
-            got = measured(trace, key)
-        except NotRecorded:
-            continue
-        if not count and got <= 0:
-            continue
-        limit = _limit(got, headroom, count)
-        check[key] = limit
-        said.append(f"{key} {got:g}{unit} -> {limit:g}{unit}")
-    if len(check) == 1:
-        return None
-    how = f"{headroom:.0%} headroom" + (f", at least +{MIN_EXTRA_STEPS} steps and tool calls")
     whose = "this failing trace's figures" if failing else "this trace's figures"
-    return Proposal(check, f"{whose} plus {how}: {'; '.join(said)}")
+    out: list[Proposal] = []
+    for name, keys in (
+        ("budget", ("steps", "tool_calls")),
+        ("budget:tokens", ("tokens",)),
+        ("budget:latency", ("latency_ms",)),
+    ):
+        check: dict[str, Any] = {"name": name, "type": "budget"} if name != "budget" else {"type": "budget"}
+        said: list[str] = []
+        for key in keys:
+            try:
+                got = measured(trace, key)
+            except NotRecorded:
+                continue
+            if key in ("tokens", "latency_ms") and got <= 0:
+                continue
+            limit = _limit(got, headroom, key)
+            check[key] = limit
+            unit = " ms" if key == "latency_ms" else ""
+            said.append(f"{key} {got:g}{unit} -> {limit:g}{unit}")
+        if not said:
+            continue
+        floor = {"budget": f", at least +{MIN_EXTRA_STEPS}", "budget:latency": f", at least +{MIN_EXTRA_MS} ms"}
+        why = f"{whose} plus {headroom:.0%} headroom{floor.get(name, '')}: {'; '.join(said)}"
+        if name == "budget:tokens":
+            why += " (an agent whose runs record no tokens makes this check an error: drop it then)"
+        out.append(Proposal(check, why))
+    return out
 
 
 def _quoted(name: str) -> str:

@@ -79,6 +79,8 @@ def main(args: argparse.Namespace) -> int:
     tools = args.tools if args.tools is not None else find_upwards(out if out.exists() else cases, "tools.json")
     if tools is not None and not tools.is_file():
         raise KitInputError("no such tools file", file=str(tools))
+    recordings = Path(plan.settings.recordings.folder)
+    recordings = place.out_folder(recordings if recordings.is_absolute() else root / recordings, root)
     req = CaseRequest(
         source=src,
         suite=suite if suite is not None else load_suite_empty(),
@@ -86,6 +88,7 @@ def main(args: argparse.Namespace) -> int:
         invariants=plan.invariants,
         case_invariants=plan.invariants_for(out / "case.yaml"),
         tools=tools,
+        recordings=recordings,
         wanted_id=args.id,
         masker=masker,
     )

@@ -14,10 +14,11 @@ import pytest
 
 from kit.case import load_suite
 from kit.cli import main as kit
+from kit.commands import lint as kit_lint
 from kit.commands.check import judge
-from kit.commands.lint import lint
 from kit.importers import import_file
 from kit.mcp.cassette import McpCassette
+from kit.settings import load_settings
 from kit.trace import parse_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +30,11 @@ AGENTS_FIXED = FIXTURES / "agents-refund.json"
 LIBRARY = ROOT / "tests" / "data" / "import" / "library" / "openinference_buggy.json"
 MCP_EXPORT = ROOT / "tests" / "data" / "mcp" / "agents_openinference.json"
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+
+
+def lint(root, **options):
+    """`kit lint` on `root` with the settings of the working directory, as its command line reads them."""
+    return kit_lint.lint(root, settings=load_settings(), **options)
 
 
 @pytest.fixture
@@ -90,8 +96,12 @@ def test_a_passing_trace_proposes_what_happened_for_review(repo, capsys):
     assert {"type": "guarded", "tool": "issue_refund", "requires": "lookup_order"} in checks
     assert {"type": "not_called", "tool": "handoff_to_human"} in checks
     assert {"type": "no_repeat"} in checks
-    budget = next(c for c in checks if c["type"] == "budget")
-    assert budget["steps"] == 6 and budget["tool_calls"] == 5 and budget["tokens"] == 1296
+    budgets = [c for c in checks if c["type"] == "budget"]
+    assert budgets == [
+        {"type": "budget", "steps": 6, "tool_calls": 5},
+        {"name": "budget:tokens", "type": "budget", "tokens": 1296},
+        {"name": "budget:latency", "type": "budget", "latency_ms": 5249},
+    ]
     assert not {"contains", "exact", "regex", "trajectory", "order"} & {c["type"] for c in checks}
     lines = path.read_text().splitlines()
     for n, line in enumerate(lines):
@@ -189,3 +199,54 @@ def test_the_latest_failing_run_in_the_store(repo, capsys):
     case_id, path = _written(repo, capsys, "--run", "latest")
     assert "case refund-desk, attempt 1 (fail)" in path.read_text()
     assert _failures(judge(_trace(AGENTS_BUG, case_id), _case(path, case_id))) == ["guarded:issue_refund"]
+
+
+LIBRARY_DESK = ROOT / "scripts" / "otel_exports"
+
+
+@pytest.fixture
+def library_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The library desk's repository: its tools.json and the `confirmed` invariant its buggy run broke."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "library"\n[tool.kit]\ncases = "golden/cases"\n')
+    shutil.copytree(FIXTURES / "library", tmp_path / "golden")
+    for var in ("KIT_PLAN", "KIT_CASES", "KIT_INVARIANTS", "KIT_STORE", "KIT_RECORDINGS", "KIT_RECORDINGS_MODE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(LIBRARY_DESK))
+    return tmp_path
+
+
+def _replayed(agent: str, folder: Path, case):
+    """The kit's runner on the agent (`kit.runner.invoke`) with the model's answers from the recordings alone:
+    no model server (the agent's base URL is a closed port)."""
+    import openai  # noqa: F401  # a warm agent process, as production's was: its latency is the calls'
+
+    from kit.recording import Recordings, install, uninstall
+    from kit.runner import invoke
+    from kit.runner.agents import load_agent
+
+    install(Recordings("replay", folder))
+    try:
+        return invoke(load_agent(agent), case, 0, timeout=60)
+    finally:
+        uninstall()
+
+
+def test_offline_the_case_fails_on_the_faulty_agent_naming_the_invariant(library_repo, capsys, monkeypatch):
+    case_id, path = _written(library_repo, capsys, str(LIBRARY), "--mask")
+    assert "4 model call(s) recorded (attempt 0): replays the requests as they were sent" in path.read_text()
+    case = _case(path, case_id)
+    assert case.invariants == ("confirmed",)
+    folder = library_repo / "golden" / "recordings"
+    monkeypatch.setenv("LIBRARY_MODEL_URL", "http://127.0.0.1:9/v1")  # nothing listens: every answer is replayed
+    faulty = _replayed("library_agent:buggy", folder, case).case_run
+    assert faulty.error is None
+    assert [r.name for r in faulty.results if r.outcome == "fail"] == ["not_called:return_book@turn0"]
+    # The agent returns messages, which hold no tokens: the tokens budget says it cannot judge (never a pass).
+    assert [r.name for r in faulty.results if r.error] == ["budget:tokens"]
+    # The fixed agent asks first: its second request is not the faulty run's, and the replay says so.
+    fixed = _replayed("library_agent:guarded", folder, case).case_run
+    assert fixed.error.startswith(f"recording miss: case {case_id!r} attempt 0: POST /v1/chat/completions: messages[")
+    # Judged on its own production trace, the fixed agent passes the case.
+    guarded = ROOT / "tests" / "data" / "import" / "library" / "openinference_guarded.json"
+    assert _failures(judge(_trace(guarded, case_id), case)) == []
