@@ -6,7 +6,7 @@ model's as recordings. The one function the command calls: `write_case(CaseReque
     <out>/traces/<id>.json               the trace, its case_id the new id (`kit check` judges the case on it)
     <out>/cassettes/<id>.json            the function tools' answers (kit.agent.cassette)
     <out>/cassettes/<id>.mcp/<server>.json  each MCP server's answers (kit.mcp.cassette)
-    <out>/recordings/<id>.json           the model's answers (kit.recording), when the trace holds them
+    <recordings folder>/<id>.json        the model's answers (kit.recording), when the trace holds them
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ class CaseRequest:
     invariants: Path | None = None  # the suite's invariants file
     case_invariants: Path | None = None  # the invariants file the written case will load
     tools: Path | None = None  # the suite's tools.json
-    recordings: Path | None = None  # the settings' model-call recordings folder (checked: inside the repository)
+    recordings: Path | None = None  # the settings' model-call recordings folder (absolute)
+    root: Path | None = None  # the repository: the recordings folder must be inside it when one is written
     wanted_id: str | None = None
     masker: Masker = field(default_factory=lambda: Masker(()))
 
@@ -142,8 +143,21 @@ def write_case(req: CaseRequest) -> Written:
     )
     proposals = propose(trace, verdicts, effects, by_name=lambda _name: same_file)
     checks, dropped = _checked(proposals.checks, trace, case_id, req.out, verdicts.failing)
+    if req.tools is not None:
+        unknown = sorted({n for n in trace.tool_names if n not in effects})
+        if unknown:
+            dropped.append(
+                f"not in {req.tools.name}: {', '.join(unknown)} (effect guessed from the name; kit lint names "
+                "each check that uses one: add them to tools.json)"
+            )
     made, model_note = model.recording(req.source, case_id, req.masker)
-    paths = _files(req.out, case_id, trace, req.recordings if made is not None else None)
+    recordings = req.recordings if made is not None else None
+    if recordings is not None and req.root is not None:
+        try:
+            recordings = place.out_folder(recordings, req.root)
+        except KitInputError as e:
+            raise KitInputError(f"the trace holds the model's calls, but the recordings folder: {e.message}") from None
+    paths = _files(req.out, case_id, trace, recordings)
     origin = req.source.origin
     turns = draft.user_turns(trace)
     fields: dict[str, Any] = {"id": case_id}
@@ -166,7 +180,7 @@ def write_case(req: CaseRequest) -> Written:
     if made is not None and "recording" in paths:
         texts[paths["recording"]] = model.text(made)
     elif made is not None:
-        made, model_note = None, "the model runs live: no recordings folder to write its answers to"
+        made, model_note = None, "the model runs live: no recordings folder was given to write its answers to"
     lines.append(f"model: {model_note}")
     masked = req.masker.masked
     fields["metadata"] = {
@@ -192,8 +206,8 @@ def write_case(req: CaseRequest) -> Written:
     written = trace.model_dump(mode="json", exclude_none=False)
     written["case_id"] = case_id
     texts = {paths["case"]: text, paths["trace"]: json.dumps(written, indent=1, ensure_ascii=False) + "\n", **texts}
-    place.write_all([b for b in (req.out, req.recordings) if b is not None], texts)
-    lines = [f"{p}" for p in texts] + lines
+    place.write_all([b for b in (req.out, recordings) if b is not None], texts)
+    lines = [f"{p}" for p in texts] + lines + [f"note: {n}" for n in proposals.notes + dropped]
     return Written(case_id, list(texts), verdicts, lines)
 
 

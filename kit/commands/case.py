@@ -13,10 +13,15 @@ an --out outside the repository or through a symbolic link), naming it.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kit.errors import KitInputError
+
+if TYPE_CHECKING:
+    from kit.casegen.redact import Masker
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _masker(args: argparse.Namespace):  # -> Masker
+def _masker(args: argparse.Namespace) -> Masker:
     from kit.casegen.redact import KINDS, Masker
 
     patterns = []
@@ -55,7 +60,7 @@ def _masker(args: argparse.Namespace):  # -> Masker
 
 
 def main(args: argparse.Namespace) -> int:
-    from kit.case import find_upwards, load_suite
+    from kit.case import Suite, find_upwards, load_suite
     from kit.casegen import place, source
     from kit.casegen.build import CaseRequest, write_case
     from kit.plan import current_plan
@@ -75,20 +80,21 @@ def main(args: argparse.Namespace) -> int:
     else:
         store = args.store if args.store is not None else Path(plan.store)
         src = source.from_store(store, args.run or "latest", case=args.case, attempt=args.attempt)
-    suite = load_suite(cases, plan.invariants) if cases.exists() else None
+    suite = load_suite(cases, plan.invariants) if cases.exists() else Suite([], [])
     tools = args.tools if args.tools is not None else find_upwards(out if out.exists() else cases, "tools.json")
     if tools is not None and not tools.is_file():
         raise KitInputError("no such tools file", file=str(tools))
     recordings = Path(plan.settings.recordings.folder)
-    recordings = place.out_folder(recordings if recordings.is_absolute() else root / recordings, root)
+    recordings = Path(os.path.abspath(recordings if recordings.is_absolute() else root / recordings))
     req = CaseRequest(
         source=src,
-        suite=suite if suite is not None else load_suite_empty(),
+        suite=suite,
         out=out,
         invariants=plan.invariants,
         case_invariants=plan.invariants_for(out / "case.yaml"),
         tools=tools,
         recordings=recordings,
+        root=root,
         wanted_id=args.id,
         masker=masker,
     )
@@ -100,9 +106,3 @@ def main(args: argparse.Namespace) -> int:
         print(f"  {line}")
     print("  review every check marked PROPOSED, then `kit lint` and commit")
     return 0
-
-
-def load_suite_empty():  # -> Suite
-    from kit.case import Suite
-
-    return Suite([], [])

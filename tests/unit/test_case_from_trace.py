@@ -134,8 +134,19 @@ def test_masking_leaves_no_address_and_the_case_still_reproduces(repo, capsys):
     assert emails
     passing, passing_path = _written(repo, capsys, str(AGENTS_FIXED), "--mask", "--mask-pattern", r"ORD-\d{6}")
     failing, failing_path = _written(repo, capsys, str(OI_BUG), "--mask")
-    files = [p for p in (repo / "golden" / "cases").rglob("*") if p.is_file() and p.name != "desk.yaml"]
-    assert len(files) == 6
+    originals = {"desk.yaml", "invariants.yaml", "tools.json"}
+    files = [p for p in (repo / "golden").rglob("*") if p.is_file() and p.name not in originals]
+    assert sorted(p.relative_to(repo / "golden").as_posix() for p in files) == sorted(
+        [
+            f"cases/cassettes/{failing}.json",
+            f"cases/cassettes/{passing}.json",
+            f"cases/traces/{failing}.json",
+            f"cases/traces/{passing}.json",
+            f"cases/{failing}.yaml",
+            f"cases/{passing}.yaml",
+            f"recordings/{failing}.json",  # the OpenInference export holds the model's calls
+        ]
+    )
     for f in files:
         text = f.read_text()
         assert not [e for e in emails if e.lower() in text.lower()], f
@@ -180,6 +191,8 @@ def test_hostile_input_is_refused_by_name(repo, capsys, tmp_path_factory):
     assert "is a symbolic link" in _refused(capsys, str(AGENTS_BUG), "--out", "golden/linked/cases")
     assert "--mask-pattern '(': not a regular expression" in _refused(capsys, str(AGENTS_BUG), "--mask-pattern", "(")
     assert "no such store" in _refused(capsys, "--run", "latest")
+    two = ROOT / "tests" / "data" / "import" / "otel_genai_two_runs.json"
+    assert "holds 2 traces" in _refused(capsys, str(two))
     assert not list((repo / "golden" / "cases").glob("*/*.json"))  # nothing was written
     assert not list(outside.iterdir())
 
@@ -250,3 +263,20 @@ def test_offline_the_case_fails_on_the_faulty_agent_naming_the_invariant(library
     # Judged on its own production trace, the fixed agent passes the case.
     guarded = ROOT / "tests" / "data" / "import" / "library" / "openinference_guarded.json"
     assert _failures(judge(_trace(guarded, case_id), case)) == []
+
+
+def test_an_end_state_is_proposed_as_the_rows_it_left(repo, capsys):
+    data = json.loads(AGENTS_FIXED.read_text())
+    data["end_state"] = {"refunds": [{"order_id": "ORD-000123", "amount": 19.99}], "emails": []}
+    (repo / "prod.json").write_text(json.dumps(data))
+    case_id, path = _written(repo, capsys, "prod.json")
+    checks = [dict(s.raw) for s in _case(path, case_id).checks if s.type == "end_state"]
+    assert checks == [
+        {"type": "end_state", "query": 'SELECT * FROM "emails"', "empty": True},
+        {
+            "type": "end_state",
+            "query": 'SELECT "order_id", "amount" FROM "refunds"',
+            "expected": [["ORD-000123", 19.99]],
+        },
+    ]
+    assert _failures(judge(parse_trace({**data, "case_id": case_id}), _case(path, case_id))) == []
