@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,33 @@ def _target(args: argparse.Namespace) -> list[str] | str:
 
 
 async def _run(args: argparse.Namespace, settings: Any, timeout: float) -> int:
+    """The action, ended by SIGTERM or SIGHUP as by an interrupt: the action is cancelled where it is (a call in
+    flight included), so the upstream server the SDK started goes down with this process (the SDK stops it even
+    under cancellation), and a cassette is left as its last whole write. Exit 128 + the signal's number."""
+    import anyio
+
+    stopped: list[int] = []
+    code = 1
+    async with anyio.create_task_group() as tg:
+
+        async def on_signal(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as received:
+                task_status.started()
+                async for signum in received:
+                    stopped.append(int(signum))
+                    tg.cancel_scope.cancel()
+                    return
+
+        await tg.start(on_signal)
+        code = await _action(args, settings, timeout)
+        tg.cancel_scope.cancel()
+    if stopped:
+        print(f"kit mcp {args.action}: stopped by signal {stopped[0]}", file=sys.stderr)
+        return 128 + stopped[0]
+    return code
+
+
+async def _action(args: argparse.Namespace, settings: Any, timeout: float) -> int:
     if args.action == "record":
         return await _record(_target(args), Path(args.out), timeout, args.port, overwrite=args.overwrite)
     if args.action == "replay":

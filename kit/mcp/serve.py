@@ -90,8 +90,56 @@ def _first(e: ValidationError) -> str:
 async def serve_stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
+    # stdin read on the event loop, not in a worker thread: a SIGTERM's cancellation ends the server at once,
+    # where a thread blocked reading the client's open pipe would hold the process (and the upstream) forever.
+    lines = _StdinLines.for_fd(0)
+    async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]  # read as an AsyncFile is
         await server.run(read, write, server.create_initialization_options())
+
+
+class _StdinLines:
+    """A pipe's lines as the SDK's stdio server reads stdin (`async for line in stdin`), read when the loop says
+    the pipe is readable (cancellable) rather than in a thread."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    @classmethod
+    def for_fd(cls, fd: int) -> _StdinLines | None:
+        """None (the SDK reads it itself) unless `fd` is a pipe or a socket the loop can watch."""
+        import os
+        import stat
+
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            return None
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return None
+        os.set_blocking(fd, False)
+        return cls(fd)
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        import os
+
+        while b"\n" not in self.buffer:
+            await anyio.wait_readable(self.fd)
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:  # the client closed its end
+                if not self.buffer:
+                    raise StopAsyncIteration
+                line, self.buffer = self.buffer, b""
+                return line.decode("utf-8", "replace")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode("utf-8", "replace") + "\n"
 
 
 def http_app(server: Server[Any], host: str = "127.0.0.1") -> Any:

@@ -3,6 +3,8 @@ or streamable HTTP with `--port PORT` (on 127.0.0.1; port 0 picks one and prints
 
 SHOP_VERSION=2 serves the next version of the server (lookup_order's description changed, a new tool).
 SHOP_CRASH=1 adds a tool `crash` whose call exits the server's process.
+SHOP_SLOW=1 adds a tool `slow` that answers after a minute (a call in flight); SHOP_PID_FILE=FILE: the server
+writes its pid there.
 SHOP_OTEL_OUT=FILE: the server's own OpenTelemetry spans (the `mcp` SDK's), service.name "shop", one JSON object
 per line as the SDK's ConsoleSpanExporter writes them (what a collector would get from the server's process).
 """
@@ -45,6 +47,16 @@ if os.environ.get("SHOP_CRASH") == "1":
         os._exit(3)
 
 
+if os.environ.get("SHOP_SLOW") == "1":
+
+    @shop.tool(description="Answer after a minute.")
+    def slow() -> str:
+        import time
+
+        time.sleep(60)
+        return "late"
+
+
 if VERSION == "2":
 
     @shop.tool(description="Cancel an order.")
@@ -66,6 +78,9 @@ def _export_spans(path: str) -> None:
 
 
 if __name__ == "__main__":
+    if os.environ.get("SHOP_PID_FILE"):
+        with open(os.environ["SHOP_PID_FILE"], "w") as f:
+            f.write(str(os.getpid()))
     if os.environ.get("SHOP_OTEL_OUT"):
         _export_spans(os.environ["SHOP_OTEL_OUT"])
     if "--port" in sys.argv:

@@ -120,3 +120,47 @@ def test_a_result_the_sdk_cannot_send_is_refused_at_load_and_counted_when_served
 
     assert anyio.run(call)
     assert len(served.failures) == 1 and "cannot be sent over MCP" in served.failures[0], served.failures
+
+
+def _gone(pid: int, within: float) -> bool:
+    import time
+
+    ends = time.monotonic() + within
+    while time.monotonic() < ends:
+        if start_time(pid) is None or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sigterm_to_the_recorder_takes_the_teams_server_down_even_mid_call(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    pid_file = tmp_path / "server.pid"
+    env = {**os.environ, "SHOP_SLOW": "1", "SHOP_PID_FILE": str(pid_file)}
+    argv = [KIT, "mcp", "record", "--out", str(tmp_path / "c.json"), "--timeout", "60", "--", *SHOP]
+    proxy = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    server = 0
+    try:
+        assert proxy.stdin and proxy.stdout
+
+        def send(message: dict[str, Any]) -> None:
+            proxy.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())  # type: ignore[union-attr]
+            proxy.stdin.flush()  # type: ignore[union-attr]
+
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        send({"id": 1, "method": "initialize", "params": params})
+        assert json.loads(proxy.stdout.readline())["id"] == 1
+        send({"method": "notifications/initialized"})
+        send({"id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {}}})
+        server = int(pid_file.read_text())
+        time.sleep(0.3)  # the call reaches the server
+        proxy.send_signal(signal.SIGTERM)
+        assert proxy.wait(15) != 0
+        assert _gone(server, 10), "the team's server outlived its proxy"
+    finally:
+        proxy.kill()
+        proxy.wait()
+        if server and start_time(server) is not None:  # this test's own server, left behind by a failure
+            os.kill(server, signal.SIGKILL)
