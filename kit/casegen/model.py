@@ -6,9 +6,9 @@ or a framework's return holds the answers but not the requests, and then the cas
 OpenInference LLM span:
 - `input.value` that is the request body (`{"model", "messages", "tools", ...}`, as OpenInference's OpenAI
   instrumentation records it) is the request as the SDK sent it: the recording replays exactly;
-- `input.value` that is the message list (OpenInference's Agents SDK instrumentation) is recorded as
-  `{"model", "messages"}`: the SDK sends more (its tools), so a replay misses, loudly, naming the first
-  difference; record the case once (`record-missing`) to replay it;
+- `input.value` that is the message list alone (OpenInference's Agents SDK instrumentation) is not the request:
+  the SDK sends more (its tools), so no recording made from it could match; the case runs the model live
+  (recordings mode `record-missing` records it on its first run);
 - `output.value`: the chat completion (`{"choices": ...}`) as it came, else its message made one.
 The request's path is `<base_url's path>/chat/completions` (OpenInference notes the client's base URL), else
 `/v1/chat/completions`. Spans of other conventions are not read: the case says the model runs live.
@@ -28,6 +28,7 @@ from kit.recording import Exchange, Recording, Request, Response
 
 OTEL_FORMATS = ("otel", "openinference", "genai")
 JSON_TYPE = {"content-type": "application/json"}
+LIVE = "the model runs live"
 
 
 def _json(v: Any) -> Any:
@@ -104,18 +105,23 @@ def _response(attrs: dict[str, Any], n: int) -> dict[str, Any] | None:
 
 
 def recording(source: Source, case_id: str, masker: Masker) -> tuple[Recording | None, str]:
-    """The case's recording of the model's answers (None when the trace holds none) and a line saying what it
-    holds or why the model runs live."""
+    """The case's recording of the model's answers (None when the trace cannot give one that replays) and a
+    line saying what it holds or why the model runs live."""
     llm = [s for s in _spans(source) if s.attrs.get("openinference.span.kind") == "LLM"]
     if not llm:
-        return None, "the model runs live: the trace holds no model inputs and outputs to record"
+        return None, f"{LIVE}: the trace holds no model inputs and outputs to record"
     exchanges: list[Exchange] = []
-    exact = True
     for n, span in enumerate(llm):
         (sent, whole), got = _request(span.attrs), _response(span.attrs, n)
         if sent is None or got is None:
-            return None, f"the model runs live: model call {n + 1} of the trace lacks its request or its answer"
-        exact = exact and whole
+            return None, f"{LIVE}: model call {n + 1} of the trace lacks its request or its answer"
+        if not whole:
+            # A recording is keyed on the whole request: one without the tools the SDK sends never matches,
+            # and a recording that cannot match would make a replay fail where a live run could record it.
+            return None, (
+                f"{LIVE}: the trace holds the messages the model was sent but not the whole request (its tools), "
+                "so no recording of it could match; recordings mode record-missing records it on the first run"
+            )
         exchanges.append(
             Exchange(
                 request=Request(method="POST", path=_path(span.attrs), body=masker.value(sent)),
@@ -128,12 +134,7 @@ def recording(source: Source, case_id: str, masker: Masker) -> tuple[Recording |
         made = Recording(case=case_id, model=model, attempts={"0": exchanges})
     except ValueError as e:
         raise KitInputError(f"the model calls of the trace make no recording: {e}", file=str(source.file)) from None
-    how = (
-        "replays the requests as they were sent"
-        if exact
-        else "holds the messages the model was sent, not its tools: a replay misses until recorded once"
-    )
-    return made, f"{len(exchanges)} model call(s) recorded (attempt 0): {how}"
+    return made, f"{len(exchanges)} model call(s) recorded (attempt 0) as the requests were sent"
 
 
 def path(folder: Path, case_id: str) -> Path:

@@ -75,6 +75,11 @@ class Masker:
             return v
         if isinstance(v, str):
             return self.text(v)
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**6:
+            # A card or phone number held as a JSON number: masked as its text would be (the token is text).
+            text = str(v)
+            masked = self.text(text)
+            return v if masked == text else masked
         if isinstance(v, dict):
             return {self.text(k) if isinstance(k, str) else k: self.value(x) for k, x in v.items()}
         if isinstance(v, list | tuple):

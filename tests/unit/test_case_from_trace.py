@@ -76,6 +76,9 @@ def _failures(run) -> list[str]:
 def test_a_failure_becomes_a_case_that_fails_on_it_and_passes_fixed(repo, capsys, bug, fixed):
     case_id, path = _written(repo, capsys, str(bug))
     assert not lint(path).problems
+    # Neither holds the request the SDK sent (its tools): no recording could match, the model runs live.
+    assert "# Model: the model runs live: the trace holds" in path.read_text()
+    assert not (repo / "golden" / "recordings").exists()
     case = _case(path, case_id)
     assert case.invariants == ("refund_safety",)
     # From a failing trace nothing it did is expected: only the invariant's checks and checks that freeze nothing.
@@ -144,7 +147,6 @@ def test_masking_leaves_no_address_and_the_case_still_reproduces(repo, capsys):
             f"cases/traces/{passing}.json",
             f"cases/{failing}.yaml",
             f"cases/{passing}.yaml",
-            f"recordings/{failing}.json",  # the OpenInference export holds the model's calls
         ]
     )
     for f in files:
@@ -247,7 +249,7 @@ def _replayed(agent: str, folder: Path, case):
 
 def test_offline_the_case_fails_on_the_faulty_agent_naming_the_invariant(library_repo, capsys, monkeypatch):
     case_id, path = _written(library_repo, capsys, str(LIBRARY), "--mask")
-    assert "4 model call(s) recorded (attempt 0): replays the requests as they were sent" in path.read_text()
+    assert "4 model call(s) recorded (attempt 0) as the requests were sent" in path.read_text()
     case = _case(path, case_id)
     assert case.invariants == ("confirmed",)
     folder = library_repo / "golden" / "recordings"
@@ -280,3 +282,26 @@ def test_an_end_state_is_proposed_as_the_rows_it_left(repo, capsys):
         },
     ]
     assert _failures(judge(parse_trace({**data, "case_id": case_id}), _case(path, case_id))) == []
+
+
+def test_one_value_one_token():
+    from kit.casegen.redact import KINDS, Masker
+
+    m = Masker(KINDS, [re.compile(r"C\d{3}")])
+    got = m.value(
+        {
+            "to": "Jane.Doe@Example.com",
+            "cc": ["jane.doe@example.com", "bob@example.org"],
+            "note": "call +1 415 555 2671 (or +14155552671), card 4111 1111 1111 1111, customer C042",
+            "card": 4111111111111111,
+            "amount": 19.99,
+        }
+    )
+    assert got == {
+        "to": "user-1@example.invalid",
+        "cc": ["user-1@example.invalid", "user-2@example.invalid"],
+        "note": "call +1-555-0101 (or +1-555-0101), card 0000-0000-0000-0001, customer masked-1",
+        "card": "0000-0000-0000-0001",
+        "amount": 19.99,
+    }
+    assert m.masked == {"email": 2, "phone": 1, "card": 1, "pattern": 1}
