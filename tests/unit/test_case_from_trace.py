@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from kit.agent.cassette import Cassette, ReplayMiss
 from kit.case import load_suite
 from kit.cli import main as kit
 from kit.commands import lint as kit_lint
 from kit.commands.check import judge
 from kit.importers import import_file
-from kit.mcp.cassette import McpCassette
+from kit.mcp.cassette import CassetteMiss, McpCassette
 from kit.settings import load_settings
 from kit.trace import parse_trace
 
@@ -28,6 +29,7 @@ OI_FIXED = FIXTURES / "openinference-refund.json"
 AGENTS_BUG = FIXTURES / "agents-refund-bug.json"
 AGENTS_FIXED = FIXTURES / "agents-refund.json"
 LIBRARY = ROOT / "tests" / "data" / "import" / "library" / "openinference_buggy.json"
+LIBRARY_GUARDED = LIBRARY.with_name("openinference_guarded.json")
 MCP_EXPORT = ROOT / "tests" / "data" / "mcp" / "agents_openinference.json"
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 
@@ -111,16 +113,25 @@ def test_a_passing_trace_proposes_what_happened_for_review(repo, capsys):
         if line.strip().startswith("- {type:"):
             assert lines[n - 1].strip().startswith("# PROPOSED from trace refund-desk, review:"), line
     assert "instead of the requirement" in path.read_text()
+    tape = Cassette.load(path.parent / "cassettes" / f"{case_id}.json")
+    assert tape.tool_response("lookup_order", {"order_id": "ORD-000123"})["output"]["total"] == 19.99
+    with pytest.raises(ReplayMiss, match="no recorded response for tool issue_refund"):
+        tape.tool_response("issue_refund", {"order_id": "ORD-000123", "amount": 5})
     assert _failures(judge(_trace(AGENTS_FIXED, case_id), _case(path, case_id))) == []
     # The same trace again: a new id, never the one just written.
     assert _written(repo, capsys, str(AGENTS_FIXED))[0] == "refund-desk-3"
 
 
-def test_a_conversation_keeps_its_turns(repo, capsys):
-    case_id, path = _written(repo, capsys, str(LIBRARY))
+def test_a_conversation_keeps_its_turns(library_repo, capsys):
+    case_id, path = _written(library_repo, capsys, str(LIBRARY_GUARDED))
+    assert not lint(path).problems
     case = _case(path, case_id)
     assert case.turns == ("I am member M7. I'd like to return Dune.", "Yes, please return it.")
-    assert _failures(judge(_trace(LIBRARY, case_id), case)) == []
+    assert _failures(judge(_trace(LIBRARY_GUARDED, case_id), case)) == []
+    # The call the guard held back in turn 0 never ran: the write is proposed as it ran, once, after the read.
+    checks = [dict(s.raw) for s in case.checks]
+    assert {"type": "args", "tool": "return_book", "expected": {"loan_id": "L42"}} in checks
+    assert {"type": "guarded", "tool": "return_book", "requires": "list_loans"} in checks
 
 
 def test_an_mcp_conversation_gets_an_mcp_cassette(repo, capsys):
@@ -129,6 +140,9 @@ def test_an_mcp_conversation_gets_an_mcp_cassette(repo, capsys):
     assert tape.tool_names == ["lookup_order", "issue_refund"]
     answer = tape.reply("lookup_order", {"order_id": "ORD-7"})["result"]
     assert answer["isError"] is False and "ORD-7" in answer["content"][0]["text"]
+    with pytest.raises(CassetteMiss, match="no recorded response for tool lookup_order"):
+        tape.reply("lookup_order", {"order_id": "ORD-8"})  # a new call is a loud miss
+    assert not lint(path).problems
     assert not (path.parent / "cassettes" / f"{case_id}.json").exists()  # no function tools: no tool cassette
 
 
@@ -263,8 +277,7 @@ def test_offline_the_case_fails_on_the_faulty_agent_naming_the_invariant(library
     fixed = _replayed("library_agent:guarded", folder, case).case_run
     assert fixed.error.startswith(f"recording miss: case {case_id!r} attempt 0: POST /v1/chat/completions: messages[")
     # Judged on its own production trace, the fixed agent passes the case.
-    guarded = ROOT / "tests" / "data" / "import" / "library" / "openinference_guarded.json"
-    assert _failures(judge(_trace(guarded, case_id), case)) == []
+    assert _failures(judge(_trace(LIBRARY_GUARDED, case_id), case)) == []
 
 
 def test_an_end_state_is_proposed_as_the_rows_it_left(repo, capsys):
