@@ -129,11 +129,11 @@ def _checked(
 
 
 def write_case(req: CaseRequest) -> Written:
+    """The case, its trace and its recordings written from `req.source` (masked as `req.masker` says)."""
     trace = _masked(req)
     effects, schemas = _tools(req.tools)
     invariants = load_invariants(req.invariants) if req.invariants is not None else {}
-    stored_id = req.source.stored.get("case_id") or req.source.trace.get("case_id")
-    stored: Case | None = req.suite.by_id().get(str(stored_id)) if stored_id is not None else None
+    stored = _stored_case(req)
     verdicts = judge(trace, invariants, stored)
     case_id = _choose_id(req, trace)
     same_file = (
@@ -142,23 +142,81 @@ def write_case(req: CaseRequest) -> Written:
         and req.invariants.resolve() == req.case_invariants.resolve()
     )
     proposals = propose(trace, verdicts, effects, by_name=lambda _name: same_file)
-    checks, dropped = _checked(proposals.checks, trace, case_id, req.out, verdicts.failing)
-    if req.tools is not None:
-        unknown = sorted({n for n in trace.tool_names if n not in effects})
-        if unknown:
-            dropped.append(
-                f"not in {req.tools.name}: {', '.join(unknown)} (effect guessed from the name; kit lint names "
-                "each check that uses one: add them to tools.json)"
-            )
+    checks, notes = _checked(proposals.checks, trace, case_id, req.out, verdicts.failing)
+    notes = proposals.notes + notes + _unknown_tools(req.tools, trace, effects)
     made, model_note = model.recording(req.source, case_id, req.masker)
-    recordings = req.recordings if made is not None else None
-    if recordings is not None and req.root is not None:
-        try:
-            recordings = place.out_folder(recordings, req.root)
-        except KitInputError as e:
-            raise KitInputError(f"the trace holds the model's calls, but the recordings folder: {e.message}") from None
+    if made is not None and req.recordings is None:
+        made, model_note = None, f"{model.LIVE}: no recordings folder to write the model's answers to"
+    recordings = _recordings_folder(req) if made is not None else None
     paths = _files(req.out, case_id, trace, recordings)
-    origin = req.source.origin
+    origin = req.masker.text(req.source.origin)
+    texts = _tapes(paths, trace, case_id, origin, schemas)
+    if made is not None:
+        texts[paths["recording"]] = model.text(made)
+    fields = _fields(trace, case_id, stored, paths, req.out)
+    fields["metadata"] = {
+        "from_trace": {
+            "source": origin,
+            "verdict": "broke " + ", ".join(sorted({j.result.name for j in verdicts.broken}))
+            if verdicts.failing
+            else "passed the suite's checks",
+            "model": "recorded" if made is not None else "live",
+            **({"masked": req.masker.masked} if req.masker.masked else {}),
+        }
+    }
+    header = _header(origin, verdicts, paths, req.out, model_note, req.masker.masked, req.masker.active)
+    text = render(
+        fields, checks, invariants=proposals.invariants, header=header, source=f"trace {trace.case_id}", notes=notes
+    )
+    _loads(text, paths["case"], invariants)
+    kept = trace.model_dump(mode="json")
+    kept["case_id"] = case_id
+    texts = {paths["case"]: text, paths["trace"]: json.dumps(kept, indent=1, ensure_ascii=False) + "\n", **texts}
+    place.write_all([b for b in (req.out, recordings) if b is not None], texts)
+    lines = [str(p) for p in texts] + [f"model: {model_note}"] + [f"note: {n}" for n in notes]
+    return Written(case_id, list(texts), verdicts, lines)
+
+
+def _stored_case(req: CaseRequest) -> Case | None:
+    """The suite's case the trace is a run of (a stored run's case, else the trace's own case id), if any."""
+    case_id = req.source.stored.get("case_id") or req.source.trace.get("case_id")
+    return req.suite.by_id().get(str(case_id)) if case_id is not None else None
+
+
+def _unknown_tools(tools: Path | None, trace: Trace, effects: dict[str, Effect]) -> list[str]:
+    unknown = sorted({n for n in trace.tool_names if n not in effects}) if tools is not None else []
+    if not unknown:
+        return []
+    return [
+        f"not in {tools.name if tools else 'tools.json'}: {', '.join(unknown)} (effect guessed from the name; "
+        "kit lint names each check that uses one: add them to tools.json)"
+    ]
+
+
+def _recordings_folder(req: CaseRequest) -> Path | None:
+    """The folder the model's recording goes to, checked as --out is: inside the repository, through no link."""
+    assert req.recordings is not None
+    if req.root is None:
+        return req.recordings
+    try:
+        return place.out_folder(req.recordings, req.root)
+    except KitInputError as e:
+        raise KitInputError(f"the trace holds the model's calls, but the recordings folder: {e.message}") from None
+
+
+def _tapes(paths: dict[str, Path], trace: Trace, case_id: str, origin: str, schemas: dict[str, Any]) -> dict[Path, str]:
+    """The tools' recordings: the kit's tool cassette of the function calls, an MCP cassette per server."""
+    texts: dict[Path, str] = {}
+    for key, path in paths.items():
+        if key == "cassette":
+            texts[path] = tapes.dumped(tapes.tool_cassette(trace, case_id, origin))
+        elif key.startswith("mcp:"):
+            texts[path] = tapes.dumped(tapes.mcp_cassette(trace, key.removeprefix("mcp:"), schemas))
+    return texts
+
+
+def _fields(trace: Trace, case_id: str, stored: Case | None, paths: dict[str, Path], out: Path) -> dict[str, Any]:
+    """The case's own fields: id, the user's turns, its context, its tool cassette."""
     turns = draft.user_turns(trace)
     fields: dict[str, Any] = {"id": case_id}
     if len(turns) == 1:
@@ -169,46 +227,8 @@ def write_case(req: CaseRequest) -> Written:
     if context:
         fields["context"] = context
     if "cassette" in paths:
-        fields["cassette"] = paths["cassette"].relative_to(req.out).as_posix()
-    texts: dict[Path, str] = {}
-    lines: list[str] = []
-    for key, path in paths.items():
-        if key == "cassette":
-            texts[path] = tapes.dumped(tapes.tool_cassette(trace, case_id, origin))
-        elif key.startswith("mcp:"):
-            texts[path] = tapes.dumped(tapes.mcp_cassette(trace, key.removeprefix("mcp:"), schemas))
-    if made is not None and "recording" in paths:
-        texts[paths["recording"]] = model.text(made)
-    elif made is not None:
-        made, model_note = None, "the model runs live: no recordings folder was given to write its answers to"
-    lines.append(f"model: {model_note}")
-    masked = req.masker.masked
-    fields["metadata"] = {
-        "from_trace": {
-            "source": origin,
-            "verdict": ("broke " + ", ".join(sorted({j.result.name for j in verdicts.broken})))
-            if verdicts.failing
-            else "passed the suite's checks",
-            "model": "recorded" if made is not None else "live",
-            **({"masked": masked} if masked else {}),
-        }
-    }
-    header = _header(origin, verdicts, paths, req.out, model_note, masked, req.masker.active)
-    text = render(
-        fields,
-        checks,
-        invariants=proposals.invariants,
-        header=header,
-        source=f"trace {trace.case_id}",
-        notes=proposals.notes + dropped,
-    )
-    _loads(text, paths["case"], req, invariants)
-    written = trace.model_dump(mode="json", exclude_none=False)
-    written["case_id"] = case_id
-    texts = {paths["case"]: text, paths["trace"]: json.dumps(written, indent=1, ensure_ascii=False) + "\n", **texts}
-    place.write_all([b for b in (req.out, recordings) if b is not None], texts)
-    lines = [f"{p}" for p in texts] + lines + [f"note: {n}" for n in proposals.notes + dropped]
-    return Written(case_id, list(texts), verdicts, lines)
+        fields["cassette"] = paths["cassette"].relative_to(out).as_posix()
+    return fields
 
 
 def _header(
@@ -251,7 +271,7 @@ def _header(
     return lines
 
 
-def _loads(text: str, path: Path, req: CaseRequest, invariants: dict[str, Any]) -> None:
+def _loads(text: str, path: Path, invariants: dict[str, Any]) -> None:
     """The case as written loads (a bug of ours here is an error, never a file that does not load)."""
     from kit.yamlio import safe_load
 
