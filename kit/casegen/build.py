@@ -147,7 +147,7 @@ def write_case(req: CaseRequest) -> Written:
     made, model_note = model.recording(req.source, case_id, req.masker)
     if made is not None and req.recordings is None:
         made, model_note = None, f"{model.LIVE}: no recordings folder to write the model's answers to"
-    recordings = _recordings_folder(req) if made is not None else None
+    recordings = _recordings_folder(req.recordings, req.root) if req.recordings is not None and made else None
     paths = _files(req.out, case_id, trace, recordings)
     origin = req.masker.text(req.source.origin)
     texts = _tapes(paths, trace, case_id, origin, schemas)
@@ -193,13 +193,12 @@ def _unknown_tools(tools: Path | None, trace: Trace, effects: dict[str, Effect])
     ]
 
 
-def _recordings_folder(req: CaseRequest) -> Path | None:
+def _recordings_folder(folder: Path, root: Path | None) -> Path:
     """The folder the model's recording goes to, checked as --out is: inside the repository, through no link."""
-    assert req.recordings is not None
-    if req.root is None:
-        return req.recordings
+    if root is None:
+        return folder
     try:
-        return place.out_folder(req.recordings, req.root)
+        return place.out_folder(folder, root)
     except KitInputError as e:
         raise KitInputError(f"the trace holds the model's calls, but the recordings folder: {e.message}") from None
 

@@ -207,6 +207,9 @@ def test_hostile_input_is_refused_by_name(repo, capsys, tmp_path_factory):
     assert "is a symbolic link" in _refused(capsys, str(AGENTS_BUG), "--out", "golden/linked/cases")
     assert "--mask-pattern '(': not a regular expression" in _refused(capsys, str(AGENTS_BUG), "--mask-pattern", "(")
     assert "no such store" in _refused(capsys, "--run", "latest")
+    (repo / "mute.json").write_text('{"case_id": "mute", "spans": [{"kind": "llm"}]}')
+    assert "case 'mute': the trace holds no user message" in _refused(capsys, "mute.json")
+    assert "--attempt -1: an attempt is a whole number" in _refused(capsys, str(AGENTS_BUG), "--attempt", "-1")
     two = ROOT / "tests" / "data" / "import" / "otel_genai_two_runs.json"
     assert "holds 2 traces" in _refused(capsys, str(two))
     assert not list((repo / "golden" / "cases").glob("*/*.json"))  # nothing was written
