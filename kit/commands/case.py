@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kit.importers import FORMATS
+
     sub = parser.add_subparsers(dest="action", required=True)
     p = sub.add_parser("from-trace", help="write a case (checks to review, recordings) from a production trace")
     p.add_argument("file", nargs="?", type=Path, help="a trace file in any format `kit import` reads")
-    p.add_argument("--format", help="the file's format (default: detected), as `kit import --format`")
+    p.add_argument("--format", choices=FORMATS, help="the file's format (default: detected), as `kit import --format`")
     p.add_argument("--run", help="a run in the store (latest, previous, a run id): its attempt's trace")
     p.add_argument("--case", help="the case whose trace to take (a run's, or one of several in the file)")
     p.add_argument("--attempt", type=int, help="the attempt of that case (default: its first failing one)")
