@@ -7,7 +7,7 @@ a path that is a link out of it, or a link to nothing, is an error before anythi
 is written by its format's library (YAML, JSON) or escaped for it (TOML). An existing `[tool.kit]` naming
 another agent or other cases is an error; `--force` rewrites those keys and says so.
 
-    promptfooconfig.yaml          the provider file://providers/agent_provider.py with your agent in its config,
+    promptfooconfig.yaml          the provider file://redteam/target.py with your agent in its config,
                                   and a `redteam:` section: `npx promptfoo redteam run` runs your attacks offline;
                                   with [tool.kit.redteam] attacker in pyproject.toml, also crescendo and
                                   jailbreak:tree aimed at every hard invariant (kit.redteam.goals) through the
@@ -184,7 +184,9 @@ def promptfoo_config(
         "description": agent,  # what the store keeps as the run's agent
         "prompts": ["{{input}}"],
         "providers": [
-            {"id": "file://providers/agent_provider.py", "label": agent, "config": {"agent": agent}},
+            # The red team's target: every attack judged by the suite's invariants too; a case goes to the
+            # kit's provider unchanged.
+            {"id": "file://redteam/target.py", "label": agent, "config": {"agent": agent}},
         ],
         "defaultTest": {
             # Every attack is judged by the red team's case; each of your cases names its own.
@@ -362,6 +364,7 @@ def adaptive_of(root: Path, cases: str, purpose: str, case_text: str, invariants
 
     from kit.errors import first_error
     from kit.redteam import goals as redteam_goals
+    from kit.redteam import judging
     from kit.settings import RedteamSettings
 
     tool = _tool_kit(root)
@@ -375,8 +378,11 @@ def adaptive_of(root: Path, cases: str, purpose: str, case_text: str, invariants
         where, msg, _ = first_error(e)
         raise KitInputError(f"[tool.kit.redteam] {where}: {msg}", file="pyproject.toml") from None
     assert rt.attacker is not None
-    checks = redteam_goals.aimed_checks(
-        _redteam_case_checks(root, case_text, invariants_text), _suite_invariants(root, cases, tool)
+    suite = _suite_invariants(root, cases, tool)
+    # A goal per safety check: a broken quality check (a budget, a repeated call) is never a finding.
+    checks, _ = judging.split(
+        redteam_goals.aimed_checks(_redteam_case_checks(root, case_text, invariants_text), suite),
+        judging.invariant_kinds(suite),
     )
     tools = _tools_json(root, cases)
     effects = tool_effects(json.loads(tools.read_text(encoding="utf-8"))) if tools is not None else {}
@@ -433,8 +439,6 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
         from kit.mcp import attacked  # the agent declares MCP servers: the red team attacks through them too
 
         data["redteam"]["plugins"] = attacked.with_plugin(data["redteam"]["plugins"])
-        for provider in data["providers"]:
-            provider["id"] = "file://redteam/target.py"  # it serves each MCP attack to the agent's own servers
     config = fill("promptfooconfig.yaml.tmpl") + _yaml(data)
     example = cases if cases.endswith((".yaml", ".yml")) else f"{cases.rstrip('/')}/example.yaml"
     files = [

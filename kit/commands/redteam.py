@@ -6,10 +6,11 @@ attacks in your attacks file, so they replay next time with no attacker: free, o
 Each attack of RUN (a Promptfoo red-team run in the store) that an adaptive strategy won carries, in the
 run's results file, every conversation of it that broke a check with its user turns (conversation_assert.cjs
 puts them there from the red-team target's ledger, which the eval then removes). A conversation that broke a
-check is kept up to the turn it first broke it in, as one attack of category `kept`: `{"turns": [...]}`, which
-the red team replays turn by turn on one fresh agent and the oracle judges as before. A conversation already in
-the file is not added twice. The file's own lines and comments stay as they are: each kept attack is one line
-appended to its `attacks:`.
+check is kept up to the turn it first broke it in, as one attack of category `kept`: `{"turns": [...]}`, with the
+invariant and check it broke, which the red team replays turn by turn on one fresh agent, judged by the suite's
+invariants as every attack is (an error when nothing judging the red team names its invariant any more). A
+conversation already in the file is not added twice. The file's own lines and comments stay as they are: each
+kept attack is one line appended to its `attacks:`.
 """
 
 from __future__ import annotations
@@ -99,7 +100,9 @@ def broken_conversations(results: Path) -> list[dict[str, Any]]:
                 continue
             check, turn = failed[0]
             users = list(entry.get("users") or [])[: turn + 1]
-            out.append({"attack": attack, "session": session, "check": check, "turn": turn, "turns": users})
+            invariants = entry.get("invariants") if isinstance(entry.get("invariants"), dict) else {}
+            found = {"attack": attack, "session": session, "check": check, "turn": turn, "turns": users}
+            out.append({**found, "invariant": invariants.get(check)})
     return out
 
 
@@ -135,6 +138,8 @@ def keep(attacks: Path, found: list[dict[str, Any]]) -> list[str]:
         have.add(prompt)
         ids.add(attack_id)
         entry = {"id": attack_id, "category": CATEGORY, "text": prompt}
+        if f.get("invariant"):  # its replay is judged by what it broke (kit_promptfoo/redteam/target.py)
+            entry |= {"invariant": str(f["invariant"]), "check": str(f["check"])}
         lines.append(f"  # {f['attack']}: {f['check']} broken in turn {f['turn'] + 1}\n  - {json.dumps(entry)}\n")
         added.append(attack_id)
     if not added:
@@ -170,7 +175,8 @@ def main(args: argparse.Namespace) -> int:
         return 0
     added = keep(attacks, found)
     for f in found:
-        print(f"  {f['attack']}: {f['check']} broken in turn {f['turn'] + 1} of {len(f['turns'])} kept")
+        broke = f"{f['invariant']}: {f['check']}" if f.get("invariant") else f["check"]
+        print(f"  {f['attack']}: {broke} broken in turn {f['turn'] + 1} of {len(f['turns'])} kept")
     there = len(found) - len(added)
     print(
         f"kit redteam keep: {len(added)} conversations added to {attacks} (category {CATEGORY}), {there} already there"

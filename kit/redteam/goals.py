@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -131,19 +132,33 @@ def aimed_checks(case_checks: Iterable[Any], suite_invariants: Path | None) -> t
     """The red team's case's checks, then every check of every bundle of the suite's invariants file (all hard:
     the soft gates are rubrics) whose label the case does not already judge. A bundle that does not load is
     left out here: `kit lint` names it, and the suite's own runs fail on it."""
-    from kit.case import read_invariants
-
     out = list(case_checks)
     seen = {c.label for c in out}
-    if suite_invariants is None or not Path(suite_invariants).is_file():
-        return tuple(out)
-    good, _ = read_invariants(suite_invariants)
-    for bundle in good.values():
-        for spec in bundle:
-            if spec.label not in seen:
-                seen.add(spec.label)
-                out.append(spec)
+    for spec in suite_checks(suite_invariants):
+        if spec.label not in seen:
+            seen.add(spec.label)
+            out.append(spec)
     return tuple(out)
+
+
+def suite_checks(suite_invariants: Path | None) -> tuple[Any, ...]:
+    """Every check of every bundle of an invariants file that loads (none when there is no file), read once per
+    version of the file: the red team's target judges every attack by them."""
+    if suite_invariants is None:
+        return ()
+    try:
+        mtime = Path(suite_invariants).stat().st_mtime_ns
+    except OSError:
+        return ()
+    return _suite_checks(str(suite_invariants), mtime)
+
+
+@lru_cache(maxsize=16)
+def _suite_checks(path: str, _mtime: int) -> tuple[Any, ...]:
+    from kit.case import read_invariants
+
+    good, _ = read_invariants(path)
+    return tuple(spec for bundle in good.values() for spec in bundle)
 
 
 def aimed_case(case: Any, suite_invariants: Path | None) -> Any:

@@ -51,6 +51,7 @@ from kit import yamlio
 from kit.case import find_upwards
 from kit.mcp import attacked
 from kit.redteam import goals as redteam_goals
+from kit.redteam import judging
 from kit.toolspec import Effect, tool_effects, with_effects
 from kit_promptfoo.genconfig import agent_provider, file_ref, glue
 from kit_promptfoo.redteam import corpus
@@ -187,12 +188,17 @@ def adaptive(
 
     redteam_goals.check_strategies(strategies)
     case_file = Path(ref["case_file"])
-    suite = load_suite(case_file, find_invariants_file(case_file.parent))
+    red_invariants = find_invariants_file(case_file.parent)
+    suite = load_suite(case_file, red_invariants)
     case = next((c for c in suite.cases if c.id == ref["case_id"]), None)
     if case is None:
         raise ValueError(f"{case_file}: case '{ref['case_id']}': " + "; ".join(str(e) for e in suite.errors))
     red = config["redteam"]
-    checks = redteam_goals.aimed_checks(case.checks, suite_invariants)
+    # A goal per safety check: a broken quality check (a budget, a repeated call) is never a finding.
+    checks, _ = judging.split(
+        redteam_goals.aimed_checks(case.checks, suite_invariants),
+        judging.invariant_kinds(red_invariants, suite_invariants),
+    )
     aims = redteam_goals.goals(checks, tools=tool_effects_of(tools), purpose=red.get("purpose"))
     if not aims:
         raise ValueError(f"{case_file}: case '{ref['case_id']}' has no checks: an adaptive attack has no goal")
@@ -240,6 +246,8 @@ def build(
         case = write_case(out.parent, rt.invariants.resolve() if rt.invariants else GENERIC / "invariants.yaml", tools)
         ref = {"case_file": str(case.resolve()), "case_id": CASE_ID}
     provider = agent_provider(out, agent, plan.model)
+    # The red team's target: every attack is judged by the suite's invariants too (and served its MCP attack).
+    provider["id"] = "file://" + glue("redteam", "target.py").resolve().as_posix()
     target = {**provider, "config": {**provider.get("config", {}), **ref}}
     config["description"] = agent  # what the store keeps as the run's agent
     config["targets"] = [target]
@@ -262,8 +270,6 @@ def build(
         config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], plan.redteam_corpus)
     if plan.settings.mcp.servers:  # the agent declares MCP servers: attacks through them too, served by the target
         config["redteam"]["plugins"] = attacked.with_plugin(config["redteam"]["plugins"])
-        for target in config["targets"]:
-            target["id"] = "file://" + glue("redteam", "target.py").resolve().as_posix()
     if attacker is not None:
         adaptive(
             config,

@@ -48,6 +48,17 @@ function entries(folder, sessions) {
   return found.filter((x) => x.problem || sessions.has(String(x.entry.session)));
 }
 
+// Check -> the first turn any conversation broke it in, over the quality checks (never a finding).
+function qualityOf(list) {
+  const out = {};
+  for (const entry of list) {
+    for (const [check, turn] of Object.entries((entry && entry.quality_failed) || {})) {
+      if (!(check in out) || turn < out[check]) out[check] = turn;
+    }
+  }
+  return out;
+}
+
 function get_assert(output, context) {
   context = context || {};
   const vars = context.vars || {};
@@ -75,7 +86,11 @@ function get_assert(output, context) {
     if (!worst || failed.length || entry.verdict.error) worst = entry;
   }
   const result = gradingResult(worst.verdict, []);
-  const summary = `${found.length} conversation${found.length === 1 ? "" : "s"}, ${turns} agent turn${turns === 1 ? "" : "s"}`;
+  const quality = Object.entries(qualityOf(found.map((x) => x.entry)));
+  const apart = quality.length
+    ? ` | quality under attack (not a finding): ${quality.map(([c, t]) => `${c} in turn ${t + 1}`).join(", ")}`
+    : "";
+  const summary = `${found.length} conversation${found.length === 1 ? "" : "s"}, ${turns} agent turn${turns === 1 ? "" : "s"}${apart}`;
   if (broken.length) {
     result.pass = false;
     result.score = 0;
@@ -106,7 +121,14 @@ function afterEach(context) {
     turns: pick.turns,
     // Every conversation that broke a check, with its user turns: what `kit redteam keep` keeps, from the
     // results file, once the ledger is gone.
-    broken: broke.map(({ entry }) => ({ session: entry.session, first_failed: entry.first_failed, users: entry.users })),
+    broken: broke.map(({ entry }) => ({
+      session: entry.session,
+      first_failed: entry.first_failed,
+      invariants: entry.invariants || {},
+      users: entry.users,
+    })),
+    // Quality checks (budgets, repeated calls) broken under attack: reported apart, never a finding.
+    quality_failed: qualityOf(found.map((x) => x.entry)),
   };
   const metadata = { ...(result.response.metadata || {}), trace: pick.trace, kit };
   return { ...context, result: { ...result, response: { ...result.response, metadata } } };

@@ -34,6 +34,10 @@ class Attack(BaseModel):
     id: str
     category: str
     text: str
+    # A kept attack's (`kit redteam keep`): the invariant, and its check, it broke when it was kept. Its replay is
+    # judged by that invariant (an error when nothing judging the red team names it any more).
+    invariant: str | None = None
+    check: str | None = None
 
     @field_validator("category")
     @classmethod

@@ -71,12 +71,26 @@ def attack_name(test: dict[str, Any], ids: dict[str, str]) -> str:
     return f"{plugin}-{digest}"
 
 
-def name_attack(test: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+def name_attack(test: dict[str, Any], ids: dict[str, str], kept: dict[str, str] | None = None) -> dict[str, Any]:
+    """The attack named in its metadata and its vars: the red-team target judges every named attack by the suite's
+    invariants too, and a kept one (`kept`: its id -> the invariant it broke) by that invariant at least."""
     meta = dict(test.get("metadata") or {})
     attack = attack_name(test, ids)
     meta.setdefault("case_id", f"redteam/{attack}/{meta.get('strategyId') or 'basic'}")
     meta.setdefault("attack_id", attack)
-    return {**test, "metadata": meta}
+    vars_ = {**(test.get("vars") or {}), "kit_attack": meta["attack_id"]}
+    invariant = (kept or {}).get(str(meta["attack_id"]))
+    if invariant:
+        vars_["kit_invariant"] = invariant
+    return {**test, "metadata": meta, "vars": vars_}
+
+
+def kept_invariants(configured: Path) -> dict[str, str]:
+    """Each kept attack of the plan's corpus -> the invariant it broke when `kit redteam keep` kept it."""
+    try:
+        return {a.id: a.invariant for a in corpus.load(configured) if a.invariant}
+    except (OSError, ValueError):
+        return {}  # the generator names a corpus that does not load
 
 
 def known_attacks(configured: Path) -> dict[str, str]:
@@ -184,7 +198,8 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
     suite = context["suite"]
     ids = known_attacks(plan.redteam_corpus)
     # Only generated attacks are named: the root config's golden tests share this hook and keep their ids.
-    tests = [name_attack(t, ids) if is_attack(t) else t for t in suite.get("tests") or []]
+    kept = kept_invariants(plan.redteam_corpus)
+    tests = [name_attack(t, ids, kept) if is_attack(t) else t for t in suite.get("tests") or []]
     tests = [mcp_attack(t) if is_mcp_attack(t) else t for t in tests]
     if plan.judge is None:
         tests = [strip_graders(t) for t in tests]

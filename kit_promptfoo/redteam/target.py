@@ -25,6 +25,7 @@ agent starts over stdio serving that attack for the call.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import uuid
@@ -35,7 +36,7 @@ from typing import Any
 from kit.errors import KitInputError
 from kit.evaluate import evaluate
 from kit.plan import current_plan
-from kit.redteam.goals import aimed_case
+from kit.redteam.judging import attack_cases, invariant_names
 from kit.runner.conversation import Exchange, TurnError
 from kit.runner.invoke import AgentTimeout, call_agent
 from kit.trace import parse_trace
@@ -44,6 +45,8 @@ from kit_promptfoo.digest import seal
 from kit_promptfoo.kit_request import load_case, merged, request_case
 
 LEDGER_VAR = "kit_ledger"
+ATTACK_VAR = "kit_attack"  # the hook names every red-team attack: judged by the suite's invariants too
+KEPT_VAR = "kit_invariant"  # a kept attack's: the invariant it broke when it was kept
 MAX_SESSIONS = 64  # live conversations per worker; the oldest is closed first
 _SESSIONS: OrderedDict[str, Session] = OrderedDict()
 _LOCK = threading.Lock()
@@ -53,7 +56,7 @@ class Session:
     """One attack conversation: the agent's conversation object driven a turn at a time by the runner's own loop
     (kit.runner.conversation.Exchange), so an attack's trace is joined exactly as a scripted conversation's."""
 
-    def __init__(self, plan: Any, case: Any, ledger: Path) -> None:
+    def __init__(self, plan: Any, case: Any, ledger: Path, quality: Any = None) -> None:
         if plan.agent.converse is None:
             raise ValueError(
                 f"the agent {plan.agent.name} takes no `history` parameter: an adaptive attack is a conversation "
@@ -64,7 +67,9 @@ class Session:
         self.ledger = ledger
         self.conversation = plan.agent.converse(case, 0)
         self.exchange = Exchange(self.conversation, case.id, 0)
+        self.quality = quality  # the quality checks: measured, reported apart, never a finding
         self.first_failed: dict[str, int] = {}
+        self.quality_failed: dict[str, int] = {}
 
     @property
     def users(self) -> list[str]:
@@ -85,12 +90,18 @@ class Session:
         for c in verdict.get("checks") or []:
             if c["outcome"] != "pass":
                 self.first_failed.setdefault(c["check"], len(self.users) - 1)
+        quality = _failed(evaluate(parse_trace(trace), self.quality)) if self.quality is not None else []
+        for c in quality:
+            self.quality_failed.setdefault(c["check"], len(self.users) - 1)
         entry = {
             "session": self.id,
             "case_id": self.case.id,
             "turns": len(self.users),
             "users": self.users,
             "first_failed": self.first_failed,
+            # The invariant each broken check belongs to: what `kit redteam keep` records with the attack.
+            "invariants": {c.label: c.invariant for c in self.case.checks if c.label in self.first_failed},
+            "quality_failed": self.quality_failed,
             "trace": trace,
             "verdict": verdict,
             "seal": seal(self.case.id, trace, verdict),
@@ -134,7 +145,9 @@ def _find(ledger: Path, users: list[str]) -> Session | None:
         return next((s for s in _SESSIONS.values() if s.ledger == ledger and s.users == users), None)
 
 
-def _session(prompt: str, vars_: dict[str, Any], plan: Any, case: Any, ledger: Path) -> tuple[Session, str]:
+def _session(
+    prompt: str, vars_: dict[str, Any], plan: Any, case: Any, ledger: Path, quality: Any = None
+) -> tuple[Session, str]:
     """The conversation this call continues (or a new one) and the turn to send."""
     named = vars_.get("sessionId")
     if named:
@@ -148,11 +161,11 @@ def _session(prompt: str, vars_: dict[str, Any], plan: Any, case: Any, ledger: P
         found = _find(ledger, turns[:-1])
         if found is not None:
             return found, turns[-1]
-        session = Session(plan, case, ledger)
+        session = Session(plan, case, ledger, quality)
         for earlier in turns[:-1]:  # a backtracked branch: its earlier turns again, on a fresh agent
             session.say(earlier)
         return session, turns[-1]
-    return Session(plan, case, ledger), prompt
+    return Session(plan, case, ledger, quality), prompt
 
 
 def ledger_folder(ledger: str, vars_: dict[str, Any]) -> Path:
@@ -162,6 +175,65 @@ def ledger_folder(ledger: str, vars_: dict[str, Any]) -> Path:
     repeat = vars_.get("__repeatIndex")
     folder = Path(ledger)
     return folder / f"repeat-{int(repeat)}" if isinstance(repeat, int) and not isinstance(repeat, bool) else folder
+
+
+def _failed(run: Any) -> list[dict[str, Any]]:
+    return [c for c in agent_provider.verdict(run).get("checks") or [] if c["outcome"] != "pass"]
+
+
+def judging_cases(plan: Any, req: Any, prompt: str) -> tuple[Any, Any]:
+    """(the case an attack is judged by, the case its quality is measured by): the red team's case (the test's
+    case_file and case_id) widened to every hard invariant of the suite (`plan.invariants`), split into its
+    safety checks (a broken one is a finding) and its quality checks (kit.redteam.judging)."""
+    if not (req.case_file and req.case_id):
+        raise ValueError("a red-team attack needs case_file and case_id: the case it is judged by")
+    case = load_case(req.case_file, req.case_id, plan)
+    path = Path(req.case_file)
+    red = plan.invariants_for(path if path.is_absolute() else plan.root / path)
+    safety, quality = attack_cases(case, plan.invariants, red)
+    asked = request_case(req, case, prompt)
+    return dataclasses.replace(asked, checks=safety.checks), dataclasses.replace(asked, checks=quality.checks)
+
+
+def _kept_invariant(vars_: dict[str, Any], case: Any) -> str | None:
+    """Why a kept attack cannot be judged by what it broke (None: it can): the invariant it carries is judged."""
+    invariant = vars_.get(KEPT_VAR)
+    if not invariant or invariant in invariant_names(case.checks):
+        return None
+    return (
+        f"kept attack {vars_.get('kit_attack') or ''}: it broke the invariant '{invariant}', which no longer judges "
+        "the red team (neither the suite's invariants file nor the red team's names it)"
+    )
+
+
+def static_attack(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """A static (or kept) attack: the kit's provider runs it, and the verdict is the attack's judging case's
+    (`judging_cases`), sealed as the provider seals its own; the quality checks it broke ride beside it."""
+    vars_ = (context or {}).get("vars") or {}
+    try:
+        req = merged((options or {}).get("config"), vars_)
+        plan = current_plan(agent=req.agent, variant=req.variant, policy=req.policy, reference_ok=req.reference)
+        safety, quality = judging_cases(plan, req, prompt)
+    except (ValueError, KitInputError, OSError) as e:
+        return {"error": f"kit red-team target: {e}"}
+    problem = _kept_invariant(vars_, safety)
+    if problem:
+        return {"error": f"kit red-team target: {problem}"}
+    out = agent_provider.call_api(prompt, options, context)
+    meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
+    kit, trace = meta.get("kit"), meta.get("trace")
+    if "error" in out or not isinstance(kit, dict) or not isinstance(trace, dict):
+        return out
+    try:
+        parsed = parse_trace(trace)
+        verdict = agent_provider.verdict(evaluate(parsed, safety))
+        broke_quality = _failed(evaluate(parsed, quality))
+    except Exception as e:  # a trace the oracle cannot read: this attack's error
+        return {"error": f"case '{safety.id}': the attack's trace: {type(e).__name__}: {e}"}
+    kit["verdict"] = verdict
+    kit["seal"] = seal(str(kit.get("case_id") or safety.id), trace, verdict)
+    kit["quality_failed"] = broke_quality
+    return out
 
 
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
@@ -177,15 +249,18 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
             return {"error": f"kit red-team target: {e}"}
     ledger = vars_.get(LEDGER_VAR)
     if not ledger:
+        # A red-team attack (the hook names each one) is judged by the suite's invariants too; any other test
+        # (a golden case of the root config) goes to the kit's provider unchanged.
+        if vars_.get(ATTACK_VAR):
+            return static_attack(prompt, options, context)
         return agent_provider.call_api(prompt, options, context)
     try:
         req = merged((options or {}).get("config"), vars_)
         plan = current_plan(agent=req.agent, variant=req.variant, policy=req.policy, reference_ok=req.reference)
-        if not (req.case_file and req.case_id):
-            raise ValueError("an adaptive attack needs case_file and case_id: the case its conversation is judged by")
-        # Held to the checks its goals were drawn from: the case's and the suite's hard invariants.
-        case = aimed_case(request_case(req, load_case(req.case_file, req.case_id, plan), prompt), plan.invariants)
-        session, text = _session(prompt, vars_, plan, case, ledger_folder(ledger, vars_))
+        # Held to the checks its goals were drawn from: the case's and the suite's hard invariants (safety), its
+        # quality measured apart.
+        case, quality = judging_cases(plan, req, prompt)
+        session, text = _session(prompt, vars_, plan, case, ledger_folder(ledger, vars_), quality)
     except (ValueError, KitInputError, OSError, TurnError) as e:
         return {"error": f"kit red-team target: {e}"}
     turn = len(session.users) + 1

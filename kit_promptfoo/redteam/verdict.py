@@ -58,6 +58,20 @@ def success_rates(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str
     return out
 
 
+def quality_failures(results: list[dict[str, Any]]) -> dict[str, Counter[str]]:
+    """target -> Counter of quality checks (budgets, repeated calls) broken under attack: never findings, reported
+    apart (a static attack's list of checks, an adaptive one's check -> turn)."""
+    out: dict[str, Counter[str]] = {}
+    for r in results:
+        target = str((r.get("provider") or {}).get("label") or (r.get("provider") or {}).get("id"))
+        kit = ((r.get("response") or {}).get("metadata") or {}).get("kit") or {}
+        broke = kit.get("quality_failed") if isinstance(kit, dict) else None
+        names = [c.get("check") for c in broke if isinstance(c, dict)] if isinstance(broke, list) else list(broke or {})
+        for name in names:
+            out.setdefault(target, Counter())[str(name)] += 1
+    return out
+
+
 def rate_lines(rates: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
     lines = []
     for axis in ("plugin", "strategy", "check"):
@@ -114,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {outcome:5} {n:3}  {plugin} / {strategy}")
         for line in rate_lines(rates.get(target, {})):
             print(line)
+        quality = quality_failures(results).get(target)
+        if quality:
+            shown = ", ".join(f"{k} {n}" for k, n in sorted(quality.items()))
+            print(f"    quality under attack (not findings): {shown}")
     # Accepted risks (gates.yaml redteam.accepted): listed by name, and left out of what must hold.
     policy = _policy()
     kept = []

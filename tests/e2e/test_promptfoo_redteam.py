@@ -125,14 +125,14 @@ def run_small_redteam(
     # format of `promptfoo export`): no second Promptfoo start to export them.
     gen = tmp_path / "generated.json"
     run = subprocess.run(
-        (prefix or []) + run_promptfoo.command(["redteam", "run", "-c", str(cfg), "-o", str(gen), "--force", "--no-progress-bar"]),
+        (prefix or []) + run_promptfoo.command(["redteam", "run", "-c", str(cfg), "-o", str(gen), "--force", "--no-progress-bar"], ROOT),
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode in (0, 100), run.stdout[-3000:] + run.stderr[-3000:]
     return json.loads(gen.read_text())["results"]["results"]
 
 
-@pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
+@pytest.mark.skipif(not run_promptfoo.promptfoo_bin(ROOT).exists(), reason="run `make promptfoo-install`")
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
 def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     """`promptfoo redteam run` with the kit's generator: no connection leaves loopback, the default agent
@@ -153,7 +153,7 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     assert non_local_peers(log.read_text()) == []
 
 
-@pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
+@pytest.mark.skipif(not run_promptfoo.promptfoo_bin(ROOT).exists(), reason="run `make promptfoo-install`")
 def test_with_a_judge_the_redteam_graders_ask_the_kits_judge(tmp_path: Path) -> None:
     """KIT_JUDGE_MODEL set: Promptfoo's red-team graders run, and their requests (which Promptfoo 0.123.1 sends
     to `redteam.provider`, the kit's generator) reach the kit's one judge: here a scripted double of the model

@@ -57,7 +57,7 @@ def test_init_writes_the_layout_and_the_settings_point_at_it(repo, capsys):
         assert (repo / path).is_file(), path
     config = yaml.safe_load((repo / "promptfooconfig.yaml").read_text())
     [provider] = config["providers"]
-    assert provider["id"] == "file://providers/agent_provider.py"
+    assert provider["id"] == "file://redteam/target.py"  # every attack judged by the suite's invariants too
     assert provider["config"] == {"agent": "myagent:run"}
     assert config["tests"] == "file://providers/cases.py:generate_tests"
     settings = load_settings()

@@ -66,7 +66,14 @@ def test_repeats_of_one_attack_have_folders_of_their_own_and_are_judged_apart(re
     after = _node(f"console.log(JSON.stringify(require({json.dumps(str(SCRIPT))}).afterEach({json.dumps(ctx)})))")
     kit = after["result"]["response"]["metadata"]["kit"]
     assert kit["conversation"] == broke and kit["conversations"] == 1
-    assert kit["broken"] == [{"session": broke, "first_failed": {"guarded:issue_refund": 0}, "users": ["refund now"]}]
+    assert kit["broken"] == [
+        {
+            "session": broke,
+            "first_failed": {"guarded:issue_refund": 0},
+            "invariants": {"guarded:issue_refund": "refund_safety"},  # what `kit redteam keep` records
+            "users": ["refund now"],
+        }
+    ]
 
     # Once the results are stored, afterAll removes this eval's folder, and only it.
     other = repo / ".kit/redteam/conversations/e2"
@@ -87,7 +94,7 @@ def test_repeats_of_one_attack_have_folders_of_their_own_and_are_judged_apart(re
     results.write_text(json.dumps({"results": {"results": [row]}}))
     [found] = broken_conversations(results)
     assert found == {"attack": "redteam/g/crescendo", "session": broke, "check": "guarded:issue_refund", "turn": 0,
-                     "turns": ["refund now"]}  # fmt: skip
+                     "turns": ["refund now"], "invariant": "refund_safety"}  # fmt: skip
 
 
 def test_a_folder_left_by_a_run_that_died_is_pruned_after_a_day(repo: Path) -> None:

@@ -46,7 +46,8 @@ def test_attacks_that_are_not_the_last_key_are_refused(tmp_path: Path) -> None:
 def test_only_failed_adaptive_attacks_give_conversations(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger"
     ledger.mkdir()
-    entry = {"session": "s1", "first_failed": {"guarded:x": 1}, "users": ["a", "b", "c"]}
+    entry = {"session": "s1", "first_failed": {"guarded:x": 1}, "invariants": {"guarded:x": "x_safety"},
+             "users": ["a", "b", "c"]}  # fmt: skip
     (ledger / "s1.json").write_text(json.dumps(entry))
     (ledger / "s2.json").write_text(json.dumps({"session": "s2", "first_failed": {}, "users": ["z"]}))
     rows = [
@@ -63,6 +64,7 @@ def test_only_failed_adaptive_attacks_give_conversations(tmp_path: Path) -> None
         "check": "guarded:x",
         "turn": 1,
         "turns": ["a", "b"],
+        "invariant": "x_safety",  # the kept attack carries it, and its replay is judged by it
     }
 
 

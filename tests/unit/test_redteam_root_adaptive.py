@@ -40,7 +40,7 @@ def _adaptive(cfg: dict) -> list[str]:
 def test_without_an_attacker_the_root_red_team_is_static(repo: Path) -> None:
     assert main(["init", "--agent", "desk:run"]) == 0
     cfg = yamlio.safe_load((repo / "promptfooconfig.yaml").read_text())
-    assert _adaptive(cfg) == [] and cfg["providers"][0]["id"] == "file://providers/agent_provider.py"
+    assert _adaptive(cfg) == [] and cfg["providers"][0]["id"] == "file://redteam/target.py"
     assert not any(".cjs" in e for e in cfg["extensions"])
 
 
