@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,20 +86,66 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     import anyio
 
-    from kit.settings import load_settings
-
-    settings = load_settings()
+    settings = _settings(args)
     _one_line_sdk_logs()
     timeout = args.timeout if args.timeout is not None else settings.agent_timeout
     if not 0 < timeout <= 86400:
         raise KitInputError(f"--timeout must be above 0 and at most 86400 seconds, got {timeout:g}")
+    named = _named(args, settings) if args.action == "serve" else None
     try:
-        code: int = anyio.run(_run, args, settings, timeout)
+        code: int = anyio.run(_run, args, named, timeout)
     except BaseExceptionGroup as group:  # a KitInputError from inside the server's task groups: the first one
         raise _first_input_error(group) or group from None
     except KeyboardInterrupt:
         return 130
     return code
+
+
+# What the agent was run with that `kit mcp serve` needs: the MCP SDK's stdio client hands its server only a few
+# variables (HOME, PATH, ...), so a server started that way takes these from the agent's own process.
+AGENT_VARIABLES = ("KIT_PLAN", "KIT_MCP_MODE", "KIT_MCP_CASSETTES")
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings, once: the plan document's (KIT_PLAN) or the project's with the KIT_* variables. `serve`
+    takes each of AGENT_VARIABLES it was not given from the nearest ancestor process that has one (the agent),
+    its relative paths made relative to that process's folder."""
+    env = dict(os.environ)
+    if args.action == "serve":
+        from kit.mcp.process import from_ancestors
+
+        missing = tuple(v for v in AGENT_VARIABLES if not (env.get(v) or "").strip())
+        found, folder = from_ancestors(missing) if missing else ({}, None)
+        for var, value in found.items():
+            env[var] = str(folder / value) if var != "KIT_MCP_MODE" and folder is not None else value
+    if (env.get("KIT_PLAN") or "").strip():
+        from kit.plan import current_settings
+
+        return current_settings(env)
+    from kit.settings import load_settings
+
+    return load_settings(env=env)  # without importing kit.plan: a replay server starts on every agent run
+
+
+@dataclass(frozen=True)
+class _Named:
+    """`kit mcp serve NAME` resolved before serving: the server, its mode and the red team's attack, if any."""
+
+    server: Any  # kit.mcp.settings.NamedServer
+    mode: str
+    attack: str | None
+
+
+def _named(args: argparse.Namespace, settings: Any) -> _Named:
+    from kit.mcp.attacked import attack_for_parent
+    from kit.mcp.settings import named_server
+    from kit.settings import project_root
+
+    server = named_server(settings, args.name)
+    mode = args.mode or server.mode
+    # The red team attacking the agent that started this server (kit.mcp.attacked): never while recording.
+    attack = attack_for_parent(project_root(settings)) if args.port is None and mode != "record" else None
+    return _Named(server, mode, attack)
 
 
 # The SDK's import builds some 500 pydantic classes. With the cyclic GC on, its full collections scan that
@@ -169,7 +217,7 @@ def _target(args: argparse.Namespace) -> list[str] | str:
     return command
 
 
-async def _run(args: argparse.Namespace, settings: Any, timeout: float) -> int:
+async def _run(args: argparse.Namespace, named: _Named | None, timeout: float) -> int:
     """The action, ended by SIGTERM or SIGHUP as by an interrupt: the action is cancelled where it is (a call in
     flight included), so the upstream server the SDK started goes down with this process (the SDK stops it even
     under cancellation), and a cassette is left as its last whole write. Exit 128 + the signal's number."""
@@ -188,7 +236,7 @@ async def _run(args: argparse.Namespace, settings: Any, timeout: float) -> int:
                     return
 
         await tg.start(on_signal)
-        code = await _action(args, settings, timeout)
+        code = await _action(args, named, timeout)
         tg.cancel_scope.cancel()
     if stopped:
         print(f"kit mcp {args.action}: stopped by signal {stopped[0]}", file=sys.stderr)
@@ -196,7 +244,7 @@ async def _run(args: argparse.Namespace, settings: Any, timeout: float) -> int:
     return code
 
 
-async def _action(args: argparse.Namespace, settings: Any, timeout: float) -> int:
+async def _action(args: argparse.Namespace, named: _Named | None, timeout: float) -> int:
     if args.action == "record":
         return await _record(_target(args), Path(args.out), timeout, args.port, overwrite=args.overwrite)
     if args.action == "replay":
@@ -207,7 +255,8 @@ async def _action(args: argparse.Namespace, settings: Any, timeout: float) -> in
         from kit.mcp.hostile import HostileServer
 
         return await _serve(HostileServer(args.attack), args.port, "hostile")
-    return await _serve_named(args, settings, timeout)
+    assert named is not None
+    return await _serve_named(args, named, timeout)
 
 
 async def _record(target: list[str] | str, out: Path, timeout: float, port: int | None, *, overwrite: bool) -> int:
@@ -250,16 +299,8 @@ async def _verify(path: Path, target: list[str] | str, timeout: float) -> int:
     return 1 if diff else 0
 
 
-async def _serve_named(args: argparse.Namespace, settings: Any, timeout: float) -> int:
-    from kit.mcp.settings import named_server
-
-    server = named_server(settings, args.name)
-    mode = args.mode or server.mode
-    # The red team attacking the agent that started this server (kit.mcp.attacked): never while recording.
-    from kit.mcp.attacked import attack_for_parent
-    from kit.settings import project_root
-
-    attack = attack_for_parent(project_root(settings)) if args.port is None and mode != "record" else None
+async def _serve_named(args: argparse.Namespace, named: _Named, timeout: float) -> int:
+    server, mode, attack = named.server, named.mode, named.attack
     if mode == "replay":
         return await _replay(server.cassette, args.port, attack)
     if server.target is None:

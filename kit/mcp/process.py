@@ -50,3 +50,44 @@ def alive(pid: int, started: int | None) -> bool:
             return True
         return started is None  # no /proc: the pid alone
     return now == started
+
+
+def environment(pid: int) -> dict[str, str] | None:
+    """The environment `pid` was started with (/proc/<pid>/environ), None when it cannot be read."""
+    try:
+        raw = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return None
+    out: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep:
+            out[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return out
+
+
+def working_folder(pid: int) -> Path | None:
+    try:
+        return Path(os.readlink(PROC / str(pid) / "cwd"))
+    except OSError:
+        return None
+
+
+def from_ancestors(names: tuple[str, ...], *, levels: int = 8) -> tuple[dict[str, str], Path | None]:
+    """The variables `names` as the nearest ancestor process that has any of them was started with, and that
+    process's working folder (what a relative path among them is relative to): an MCP client (the SDK's stdio
+    client) hands its server only a few variables of its own environment, so what the agent was run with is
+    read from the agent's process itself. ({}, None) when no ancestor has any."""
+    pid = os.getppid()
+    for _ in range(levels):
+        if pid <= 1:
+            break
+        env = environment(pid)
+        found = {k: env[k] for k in names if env and (env.get(k) or "").strip()}
+        if found:
+            return found, working_folder(pid)
+        parent = parent_of(pid)
+        if parent is None:
+            break
+        pid = parent
+    return {}, None

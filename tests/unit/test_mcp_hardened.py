@@ -164,3 +164,36 @@ def test_sigterm_to_the_recorder_takes_the_teams_server_down_even_mid_call(tmp_p
         proxy.wait()
         if server and start_time(server) is not None:  # this test's own server, left behind by a failure
             os.kill(server, signal.SIGKILL)
+
+
+AGENT = """
+import sys, anyio
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.session import ClientSession
+
+async def main():
+    # The SDK's default environment: no env given, so the server gets HOME, PATH and a few others.
+    params = StdioServerParameters(command=sys.argv[1], args=["mcp", "serve", "shop"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        r = await session.call_tool("lookup_order", {"order_id": "ORD-8"})
+        print(r.is_error, r.content[0].text)
+
+anyio.run(main)
+"""
+
+
+def test_the_agents_record_mode_reaches_a_server_started_with_the_sdks_default_environment(tmp_path: Path) -> None:
+    from mcp.client.stdio import get_default_environment
+
+    assert "KIT_MCP_MODE" not in get_default_environment()  # what the server would otherwise go without
+    shop = json.dumps([sys.executable, str(HERE / "_mcp_shop.py")])
+    (tmp_path / "pyproject.toml").write_text(f"[tool.kit.mcp.servers.shop]\ncommand = {shop}\n")
+    env = {**os.environ, "KIT_MCP_MODE": "record", "KIT_MCP_CASSETTES": "recorded"}
+    env.pop("KIT_PLAN", None)
+    agent = subprocess.run(
+        [sys.executable, "-c", AGENT, KIT], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert agent.stdout.startswith("False"), agent.stdout + agent.stderr
+    [call] = json.loads((tmp_path / "recorded" / "shop.json").read_text())["calls"]
+    assert call["tool"] == "lookup_order" and call["arguments"] == {"order_id": "ORD-8"}
