@@ -7,7 +7,8 @@ An agent is named by, on a span or its nearest ancestor that names one:
 - OpenLLMetry: `traceloop.entity.name` on a span whose `traceloop.span.kind` is `agent`;
 - LangGraph (through OpenInference's LangChain instrumentation): the subgraph a node runs in, from its task path
   `metadata.langgraph_checkpoint_ns` (`billing:<id>|agent:<id>`), as `create_react_agent(name=...)` agents run
-  as subgraphs; the nodes of a single graph are no agents.
+  as subgraphs; the nodes of a single graph are no agents, but a single `create_react_agent(name="triage")`
+  is the agent triage when its graph's root span and its AI messages' `name` both say so (`named_graph`).
 
 An agent whose spans sit inside another agent's (called as a tool, or delegated to from a tool) was called by it;
 a change of agent between siblings is a handoff. A trace whose parent links form a cycle, or whose agent
@@ -17,6 +18,7 @@ attributes disagree (two names for one span or one agent id), is a KitInputError
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from kit.errors import KitInputError
@@ -63,6 +65,28 @@ def own_agent(span: OtelSpan) -> str | None:
     if found:
         return next(iter(found.values()))
     return _langgraph_agent(a)
+
+
+_MESSAGE_NAME = re.compile(r"llm\.(?:input|output)_messages\.(\d+)\.message\.name")
+
+
+def named_graph(spans: list[OtelSpan]) -> str | None:
+    """The name of a single LangGraph agent: its graph's root span (a CHAIN with no parent, named by the graph;
+    an unnamed graph's is `LangGraph`) when every AI message that names an agent names that one."""
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if (not s.parent_id or s.parent_id not in ids)]
+    kinds = {str(s.attrs.get("openinference.span.kind") or "").upper() for s in roots}
+    if len(roots) != 1 or kinds != {"CHAIN"}:
+        return None
+    graph = _str(roots[0].name)
+    said: set[str] = set()
+    for s in spans:
+        for key, value in s.attrs.items():
+            m = _MESSAGE_NAME.fullmatch(key)
+            role = s.attrs.get(key[: -len("name")] + "role") if m else None
+            if m and role == "assistant" and _str(value):
+                said.add(value)
+    return graph if graph and said == {graph} else None
 
 
 def handoff_marker(span: OtelSpan) -> tuple[str, str] | None:

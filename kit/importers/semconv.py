@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.errors import KitInputError
-from kit.importers.agents import SpanAgents, handoff_marker, handoffs, tree
+from kit.importers.agents import SpanAgents, handoff_marker, handoffs, named_graph, tree
 from kit.importers.anthropic import is_anthropic_message, to_openai
 from kit.importers.common import (
     UnknownBlock,
@@ -795,19 +795,22 @@ def build_trace(
         "finish_reason": _finish(root, last_llm, final),
         "latency_ms": round((max(ends) - min(starts)) / 1e6, 3) if starts and ends else None,
         "spans": out,
-        **_agent_fields(out, agents),
+        **_agent_fields(out, agents, named_graph(spans)),
         "source_format": "otel-" + "+".join(conventions) if conventions else "otel",
         "otel_trace_id": spans[0].trace_id if spans else None,
         **_session(spans),
     }
 
 
-def _agent_fields(out: list[dict[str, Any]], agents: SpanAgents) -> dict[str, Any]:
-    """The handoffs of a run of several agents; nothing for a run of one (its spans then name no agent)."""
-    named = {s.get("agent") for s in out} - {None}
+def _agent_fields(out: list[dict[str, Any]], agents: SpanAgents, graph: str | None = None) -> dict[str, Any]:
+    """The handoffs of a run of several agents; nothing for a run of one, whose spans then all name its agent
+    when a span named it, and none otherwise (the trace reads as before)."""
+    named = {s.get("agent") for s in out} - {None} or ({graph} if graph else set())
     if len(named) < 2:
         for s in out:
-            s.pop("agent", None)  # a tree of one: the trace reads as before
+            s.pop("agent", None)
+            if named:  # one agent, named by its framework: every step is its own, `agent: X` checks judge it
+                s["agent"] = next(iter(named))
         return {}
     first = next(s["agent"] for s in out if s.get("agent"))
     for s in out:  # a step before any agent span (the user's first message) is the first agent's

@@ -3,7 +3,9 @@ carries its agent; a handoff is its own item, an agent called as a tool has its 
 LangGraph messages (an AI message's `name` is its agent, as `create_react_agent(name=...)` and the
 supervisor set it) and pydantic-ai's messages (a delegate's run is inside a tool call; its agent is named by
 the tool). Each function takes the trace dict the readers made and adds `agent` to its spans and the
-`handoffs` between agents; a run of one agent that names none is left as it is."""
+`handoffs` between agents. A run of one agent the framework names (the Agents SDK's agent, LangGraph's
+`create_react_agent(name=...)`) carries that name on every step, so `agent: X` checks judge X's calls; a run
+of one agent that names none is left as it is."""
 
 from __future__ import annotations
 
@@ -47,8 +49,10 @@ def agents_sdk(trace: dict[str, Any], result: Any) -> dict[str, Any]:
             if isinstance(sub, str) and sub:
                 as_tool[call_id] = sub
     first = first or _name(getattr(result, "last_agent", None))
-    if first is None or (not handed and not as_tool and len(set(by_call.values()) | {first}) == 1):
-        return trace  # one agent: nothing changes for it
+    if first is None:
+        return trace  # one agent that names none: nothing changes for it
+    if not handed and not as_tool and len(set(by_call.values()) | {first}) == 1:
+        return named_alone(trace, first)
     current = first
     handoffs: list[dict[str, Any]] = []
     for i, span in enumerate(trace.get("spans", [])):
@@ -67,11 +71,22 @@ def agents_sdk(trace: dict[str, Any], result: Any) -> dict[str, Any]:
     return trace
 
 
-def by_message_name(trace: dict[str, Any], names: list[str | None]) -> dict[str, Any]:
+def named_alone(trace: dict[str, Any], name: str) -> dict[str, Any]:
+    """A run of one agent its framework names: every step is that agent's; no handoffs."""
+    for span in trace.get("spans", []):
+        span["agent"] = name
+    return trace
+
+
+def by_message_name(trace: dict[str, Any], names: list[str | None], *, one_is_named: bool = False) -> dict[str, Any]:
     """Agents and handoffs from the name of each assistant message (LangChain's AI messages, in order): a
     step takes the agent of the assistant message it belongs to or follows; when the name changes, one agent
-    handed off to the next, before the first step of the new one."""
-    if len({n for n in names if n}) < 2:
+    handed off to the next, before the first step of the new one. `one_is_named`: a run of one agent whose
+    messages name it carries the name (a framework's agent name; OpenAI's `name` field is the caller's own)."""
+    distinct = {n for n in names if n}
+    if len(distinct) == 1 and one_is_named:
+        return named_alone(trace, next(iter(distinct)))
+    if len(distinct) < 2:
         return trace  # one agent (or none named): nothing changes for it
     spans = trace.get("spans", [])
     # The spans an assistant message becomes start with its llm span (the readers write one per message).

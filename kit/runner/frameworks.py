@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import Any
 
 from kit.errors import KitInputError
@@ -215,9 +216,11 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
     if kinds == {"langchain"}:
         from kit.runner.framework_agents import by_message_name
 
+        items = [_langchain_dict(m) or m if isinstance(m, dict) else m for m in items]
         conv, errors = _from_langchain(items)
         names = [getattr(m, "name", None) for m in items if getattr(m, "type", None) in ("ai", "AIMessageChunk")]
-        return by_message_name(_converted(conv, case_id, "langchain", errors=errors, what=where), names)
+        trace = _converted(conv, case_id, "langchain", errors=errors, what=where)
+        return by_message_name(trace, names, one_is_named=True)
     if kinds <= {"pydantic_ai", "pydantic_ai_dict"}:
         conv, errors = _from_pydantic_ai(items)
         return _converted(conv, case_id, "pydantic_ai", errors=errors, what=where)
@@ -229,6 +232,8 @@ def _item_kind(m: Any) -> str:
     if isinstance(m, dict):
         if m.get("kind") in ("request", "response") and isinstance(m.get("parts"), list):
             return "pydantic_ai_dict"
+        if _langchain_dict(m) is not None:
+            return "langchain"
         if is_anthropic_message(m) or is_stream_event(m):
             return "anthropic"
         if m.get("type") in RESPONSES_TYPES:
@@ -400,6 +405,23 @@ def _from_run_result(result: Any) -> dict[str, Any]:
 
 
 # --- LangChain / LangGraph -------------------------------------------------------------------------------
+
+_LANGCHAIN_TYPES = {"human", "ai", "system", "tool", "function", "AIMessageChunk", "HumanMessageChunk"}
+
+
+def _langchain_dict(m: dict[str, Any]) -> SimpleNamespace | None:
+    """A LangChain message as its JSON (`messages_to_dict`'s `{"type", "data"}`, or `dumpd`'s `{"lc": 1, "id":
+    [..., "AIMessage"], "kwargs"}`), as an object `_from_langchain` reads; None for any other dict."""
+    if isinstance(m.get("data"), dict) and m.get("type") in _LANGCHAIN_TYPES and "role" not in m:
+        fields = {**m["data"], "type": m["type"]}
+    elif m.get("lc") == 1 and isinstance(m.get("kwargs"), dict) and isinstance(m.get("id"), list) and m["id"]:
+        kind = str(m["id"][-1]).removesuffix("Message").lower()
+        fields = {**m["kwargs"], "type": m["kwargs"].get("type", kind)}
+    else:
+        return None
+    fields.setdefault("content", "")
+    return SimpleNamespace(**fields)
+
 
 _LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function"}
 

@@ -19,7 +19,7 @@ from kit.runner.frameworks import trace_dict
 from kit.trace import Trace, parse_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-FRAMEWORKS = ["anthropic"]
+FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage"]
 BUG = {"guarded:issue_refund", "order:lookup_order<issue_refund"}
 
 
@@ -60,10 +60,31 @@ def test_one_model_call_is_one_step_in_the_export(framework: str, bug: bool) -> 
         return [(s.tokens_in, s.tokens_out) for s in t.spans if s.kind == "llm"]
 
     assert calls(exported) == calls(returned)
-    assert llm(exported) == llm(returned)  # not each call twice: steps, tokens and cost counted once
+    assert len(llm(exported)) == len(llm(returned))  # not each call twice: steps, tokens and cost counted once
+    if any(t for pair in llm(returned) for t in pair):  # Responses items carry no tokens
+        assert llm(exported) == llm(returned)
     assert exported.final_output == returned.final_output
 
 
 def test_the_anthropic_exports_cache_tokens_are_kept_beside_the_prompt_it_counts() -> None:
     last = [s for s in _exported("anthropic", "").spans if s.kind == "llm"][-1]
     assert (last.tokens_in, last.model_extra["tokens_cache_read"]) == (130, 100)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+@pytest.mark.parametrize("source", ["otel-agents_triage", "otel-langgraph_triage", "langgraph_triage_desk"])
+def test_a_named_agent_that_answers_alone_is_judged_by_its_own_checks(source: str, bug: bool) -> None:
+    """`agent: triage` checks on a run of triage alone: its export (the Agents SDK's and LangGraph's agent
+    spans) and LangGraph's messages (their `name`) name it, so they pass, or fail naming triage."""
+    [case] = load_suite(FIXTURES / "triage.yaml").cases
+    tail = "-bug" if bug else ""
+    path = FIXTURES / f"{source}{tail}.json"
+    if source.startswith("otel-"):
+        [data] = import_file(path)
+    else:
+        data = {**trace_dict(json.loads(path.read_text()), "refund"), "case_id": "refund"}
+    trace = parse_trace(data)
+    assert trace.agent_names == ("triage",) and trace.handoffs == []
+    failed = {r.name for r in evaluate(trace, case).results if not r.passed}
+    scoped = {"guarded:issue_refund@agent:triage", "order:lookup_order<issue_refund@agent:triage"}
+    assert failed == (scoped | {"called:lookup_order@agent:triage"} if bug else set())
