@@ -201,6 +201,10 @@ def _duckdb_file(p: Path) -> EndState:
 
     try:
         con = duck.connect(str(p), read_only=True)
+    except duckdb.ConnectionException as e:
+        if "different configuration" not in str(e):
+            raise KitInputError(f"--end-state: cannot open the DuckDB database: {e}", file=str(p)) from None
+        con = _held_open(p, e)
     except duckdb.Error as e:
         raise KitInputError(f"--end-state: cannot open the DuckDB database: {e}", file=str(p)) from None
     try:
@@ -209,6 +213,22 @@ def _duckdb_file(p: Path) -> EndState:
         raise KitInputError(f"--end-state: cannot read the DuckDB database: {e}", file=str(p)) from None
     finally:
         con.close()
+
+
+def _held_open(p: Path, refused: Exception) -> Any:
+    """A connection to a DuckDB file this process already holds open (an agent handing back the path of the
+    database it still has open): DuckDB shares one database per file in a process and refuses a connection of
+    another configuration, so it joins the database the holder opened (read-write, else read-only), with the
+    holder's settings (no database is opened anew, so nothing is loaded that the holder did not); only SELECTs
+    ever run on it. KitInputError when neither is the holder's."""
+    import duckdb
+
+    for read_only in (False, True):
+        try:
+            return duckdb.connect(str(p), read_only=read_only)
+        except duckdb.Error:
+            continue
+    raise KitInputError(f"--end-state: cannot open the DuckDB database: {refused}", file=str(p)) from None
 
 
 def _duckdb(con: Any) -> EndState:

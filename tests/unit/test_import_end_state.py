@@ -87,3 +87,16 @@ def test_one_end_state_for_several_runs_is_refused(tmp_path, capsys):
     args = ["import", str(tmp_path / "two.json"), "--end-state", str(_json(tmp_path)), "-o", str(tmp_path / "t.json")]
     assert main(args) == 2
     assert "the import holds more than one run" in capsys.readouterr().err
+
+
+def test_an_agent_may_hand_back_the_path_of_a_duckdb_file_it_still_holds_open(tmp_path: Path) -> None:
+    from kit.importers.end_state import end_state_of
+
+    held = duckdb.connect(str(tmp_path / "state.duckdb"))  # the agent's own connection, left open
+    held.execute("CREATE TABLE loans (loan_id VARCHAR, returned BOOLEAN)")
+    held.execute("INSERT INTO loans VALUES ('L42', true)")
+    state = end_state_of(str(tmp_path / "state.duckdb"))
+    assert state is not None and state.tables == {"loans": [{"loan_id": "L42", "returned": True}]}
+    held.execute("INSERT INTO loans VALUES ('L43', false)")  # still the agent's, writable as before
+    assert held.execute("SELECT count(*) FROM loans").fetchone() == (2,)
+    held.close()
