@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("ingest", "load Promptfoo or DeepEval result files into the store"),
     "calibrate": ("calibrate", "measure how far each rubric's judge agrees with labelled answers (Cohen's kappa)"),
     "mcp": ("mcp", "record an MCP tool server's answers to a cassette, or serve a cassette with no server"),
+    "recordings": ("recordings", "the model calls' recordings: `prune` removes what no case uses"),
     "redteam": ("redteam", "keep the conversations that broke an invariant as static attacks (`keep RUN`)"),
     "case": ("case", "write a regression case from a production trace (`from-trace`): checks to review, recordings"),
     "serve": ("serve", "judge production traces as they arrive: OTLP/HTTP in, every invariant, verdicts to the store"),

@@ -572,8 +572,13 @@ def judge(called: Called, case: Case, attempt: int, *, run_id: str | None = None
     # The CaseRun was made just above with a dict of its own, seen by no one yet: filled in place, which
     # costs a fifth of copying the frozen run on the reference agent's hot path.
     cr.metrics.update(agent_calls=called.calls, retries=called.retries, agent_s=called.agent_s, kit_s=kit_s)
-    if called.replayed:  # answered from recordings: nothing was spent (the trace says what it cost recorded)
-        cr.metrics.update(replayed_calls=called.replayed, cost_usd=0.0)
+    if called.replayed:  # answered from recordings: nothing was spent; what the calls cost when recorded is kept
+        priced = any(isinstance(s, dict) and s.get("cost_usd") is not None for s in (data or {}).get("spans") or ())
+        spent = {
+            "recorded_tokens": cr.metrics.get("tokens"),
+            "recorded_cost_usd": cr.metrics.get("cost_usd") if priced else None,  # never a 0 nobody measured
+        }
+        cr.metrics.update(replayed_calls=called.replayed, cost_usd=0.0, **spent)
     return Invocation(cr, data, agent_s=called.agent_s, kit_s=kit_s, retries=called.retries)
 
 

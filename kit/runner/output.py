@@ -108,3 +108,13 @@ def report(runs: list[CaseRun], summary: dict[str, Any], out: TextIO | None = No
         f"({summary['pass_rate']:.0%}){hat_text}; {flaky} flaky; {summary['errors']} errors",
         file=out,
     )
+    replayed = [r.metrics for r in runs if r.metrics.get("replayed_calls")]
+    if replayed:  # kit.recording: the model's calls answered from recordings
+        tokens = sum(m.get("recorded_tokens") or 0 for m in replayed)
+        priced = [m["recorded_cost_usd"] for m in replayed if m.get("recorded_cost_usd") is not None]
+        cost = f"${sum(priced):.4f}" if priced else "cost not recorded"
+        print(
+            f"{len(replayed)}/{len(runs)} runs replayed from recordings ({sum(m['replayed_calls'] for m in replayed)} "
+            f"model calls): $0 spent; when recorded they cost {tokens:,} tokens, {cost}",
+            file=out,
+        )
