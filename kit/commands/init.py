@@ -81,6 +81,7 @@ class Generated:
     mode: Mode = "file"
     marker: str | None = None
     checked: bool = True  # compared by --check (not: a file meant to be edited, such as the example case)
+    lacks: str | None = None  # --check's words for an `append` file that lacks the kit's block
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -295,6 +296,50 @@ def redteam_invariants(root: Path, cases: str) -> str:
     return header + _yaml(aimed)
 
 
+def _names(text: str | None) -> list[str]:
+    """The invariant names a case file's red-team case lists, or an invariants file's bundle names (empty for
+    text that does not parse: loading it names the error)."""
+    try:
+        data = yamlio.safe_load(text or "")
+    except yaml.YAMLError:
+        return []
+    if isinstance(data, dict):
+        return [str(k) for k in data]
+    raw = next((d for d in data or [] if isinstance(d, dict) and d.get("id") == REDTEAM_CASE_ID), None)
+    names = (raw or {}).get("invariants")
+    return [str(n) for n in names] if isinstance(names, list) else []
+
+
+def _redteam_invariants_file(root: Path, case_text: str, invariants_text: str) -> Generated:
+    """redteam/invariants.yaml: the kit's generic invariants, written whole when missing. A repository set up by
+    an earlier version keeps its own file; the generic invariants its red-team case names (redteam/case.yaml,
+    or the one written now) that the file lacks are appended to it, so no attack is judged by an invariant
+    nobody defined. `--check` names them."""
+    path = "redteam/invariants.yaml"
+    try:
+        have_file, case_file = inside(root, path), inside(root, REDTEAM_CASE)
+    except KitInputError:
+        return Generated(path, invariants_text, checked=False)  # a link out: writing refuses it, naming it
+    if not have_file.is_file():
+        return Generated(path, invariants_text, checked=False)
+    have = set(_names(have_file.read_text(encoding="utf-8")))
+    named = _names(case_file.read_text(encoding="utf-8") if case_file.is_file() else case_text)
+    generic = yamlio.safe_load(invariants_text) or {}
+    missing = [n for n in named if n not in have and n in generic]
+    if not missing:
+        return Generated(path, invariants_text, checked=False)
+    block = f"\n# The kit's generic invariants redteam/case.yaml names, added by `kit init` ({__version__}):\n" + _yaml(
+        {n: generic[n] for n in missing}
+    )
+    return Generated(
+        path,
+        block,
+        "append",
+        marker=f"\n{missing[0]}:",
+        lacks=f"lacks {', '.join(missing)}, which {REDTEAM_CASE} names: `kit init` adds them",
+    )
+
+
 def _generic_invariants() -> str:
     return (redteam_folder() / "generic" / "invariants.yaml").read_text(encoding="utf-8")
 
@@ -448,7 +493,7 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
             for n in ("agent_provider.py", "store_hook.py", "cases.py", "installed_kit.cjs", "oracle_assert.cjs")
         ),
         Generated(ATTACKS, attacks_text, checked=False),
-        Generated("redteam/invariants.yaml", invariants_text, checked=False),
+        _redteam_invariants_file(root, case_text, invariants_text),
         Generated(REDTEAM_CASE, case_text, checked=False),
         Generated("redteam/README.md", fill("redteam/README.md.tmpl")),
         *(
@@ -583,12 +628,8 @@ def check(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
         if not path.exists():
             out.append((g.path, "missing"))
         elif g.mode == "append":
-            out.append(
-                (
-                    g.path,
-                    "has the kit's block" if _has(path.read_text(encoding="utf-8"), g) else "lacks the kit's block",
-                )
-            )
+            lacks = g.lacks or "lacks the kit's block"
+            out.append((g.path, "has the kit's block" if _has(path.read_text(encoding="utf-8"), g) else lacks))
         elif not g.checked:
             out.append((g.path, "yours (not compared)"))
         elif g.path == "package.json":
