@@ -14,12 +14,12 @@ import pytest
 
 from kit.case import load_suite
 from kit.evaluate import evaluate
-from kit.importers import import_file
+from kit.importers import convert, import_file
 from kit.runner.frameworks import trace_dict
 from kit.trace import Trace, parse_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage"]
+FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage", "otel_genai"]
 BUG = {"guarded:issue_refund", "order:lookup_order<issue_refund"}
 
 
@@ -88,3 +88,39 @@ def test_a_named_agent_that_answers_alone_is_judged_by_its_own_checks(source: st
     failed = {r.name for r in evaluate(trace, case).results if not r.passed}
     scoped = {"guarded:issue_refund@agent:triage", "order:lookup_order<issue_refund@agent:triage"}
     assert failed == (scoped | {"called:lookup_order@agent:triage"} if bug else set())
+
+
+def _span(span_id: str, parent: str | None, name: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    values = [
+        {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+        for k, v in attrs.items()
+    ]
+    span = {"traceId": "ab" * 16, "spanId": span_id, "name": name, "attributes": values}
+    span |= {"startTimeUnixNano": "1000", "endTimeUnixNano": "2000"}
+    return span | ({"parentSpanId": parent} if parent else {})
+
+
+@pytest.mark.parametrize(
+    ("read", "write"),
+    [
+        ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_write.input_tokens"),  # 2026
+        ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens"),  # 2025
+        ("gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cache_creation_input_tokens"),  # OpenLLMetry
+    ],
+)
+def test_genai_agent_spans_and_cache_tokens_old_and_new_names(read: str, write: str) -> None:
+    """The 2026 conventions' internal `invoke_agent {name}` span (with `gen_ai.agent.invocation.id`, one per
+    invocation, no agent identity) names the agent of its calls; cache tokens are read by every name."""
+    answer = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}])
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.output.messages": answer}
+    usage = {"gen_ai.usage.input_tokens": 130, "gen_ai.usage.output_tokens": 7, read: 100, write: 20}
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "desk"}
+    spans = [
+        _span("01" * 8, None, "invoke_agent desk", {**agent, "gen_ai.agent.invocation.id": "inv-1"}),
+        _span("02" * 8, "01" * 8, "chat m", {**chat, **usage}),
+        _span("03" * 8, None, "invoke_agent desk", {**agent, "gen_ai.agent.invocation.id": "inv-2"}),
+    ]
+    [trace] = convert({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}, case_id="c")
+    [llm] = [s for s in trace["spans"] if s["kind"] == "llm"]
+    assert (llm["tokens_in"], llm["tokens_cache_read"], llm["tokens_cache_write"]) == (130, 100, 20)
+    assert {s["agent"] for s in trace["spans"]} == {"desk"} and trace["final_output"] == "Done."
