@@ -126,10 +126,11 @@ def install(recordings: Recordings | None) -> None:
 
 
 def uninstall() -> None:
-    """The stubs taken out and the variables put back (tests; a process otherwise keeps its recordings)."""
+    """The stubs taken out and the variables put back; the process stays live from then on, its settings not
+    read again (tests; a process otherwise keeps its recordings)."""
     with _LOCK:
         _remove()
-        _STATE["resolved"] = False
+        _STATE["resolved"] = True
 
 
 def _remove() -> None:
