@@ -215,14 +215,20 @@ def check_strategies(strategies: tuple[str, ...]) -> None:
 
 
 def budget_problem(n_goals: int, strategies: tuple[str, ...], max_turns: int, budget: int | None) -> str | None:
-    """Why this red team may spend more attacker calls than `budget` allows (None: it fits)."""
+    """Why this red team may spend more attacker calls than `budget` allows (None: it fits), in one line naming
+    the number to change: `attacker_calls` to the worst case, or the `max_turns` that would fit."""
     worst = worst_case_calls(n_goals, strategies, max_turns)
     if budget is None or worst <= budget:
         return None
+    turns = max_turns
+    while turns > 1 and worst_case_calls(n_goals, strategies, turns) > budget:
+        turns -= 1
+    fix = f"set attacker_calls = {worst}"
+    if turns < max_turns and worst_case_calls(n_goals, strategies, turns) <= budget:
+        fix += f", or max_turns = {turns}"
     return (
         f"[tool.kit.redteam] attacker_calls = {budget}: this red team may make {worst} attacker calls "
-        f"({n_goals} goals x {', '.join(strategies)} at max_turns {max_turns}); lower max_turns, name fewer "
-        "strategies or checks, or raise the budget"
+        f"({n_goals} goals x {', '.join(strategies)} at max_turns {max_turns}): {fix}"
     )
 
 

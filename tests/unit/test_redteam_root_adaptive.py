@@ -90,3 +90,28 @@ def test_an_attacker_budget_the_goals_exceed_is_refused_naming_it(repo: Path, ca
     assert main(["init", "--agent", "desk:run"]) == 2
     err = capsys.readouterr().err
     assert "pyproject.toml: [tool.kit.redteam] attacker_calls = 10: this red team may make" in err, err
+
+
+def test_the_readmes_attacker_example_runs_as_written(repo: Path, capsys) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [block] = re.findall(r"```toml\n(\[tool\.kit\.redteam\]\nattacker = .*?)```", readme, re.S)
+    assert main(["init", "--agent", "desk:run"]) == 0
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("[tool.kit.redteam]\n", block))
+    (repo / "promptfooconfig.yaml").unlink()  # as the README says: delete it and run `kit init` again
+    assert main(["init"]) == 0, capsys.readouterr().err
+    assert _adaptive(yamlio.safe_load((repo / "promptfooconfig.yaml").read_text())) == ["crescendo", "jailbreak:tree"]
+
+
+def test_a_budget_problem_names_the_number_to_change() -> None:
+    from kit.redteam import goals
+
+    said = goals.budget_problem(3, ("crescendo", "jailbreak:tree"), 4, 200)
+    assert said == (
+        "[tool.kit.redteam] attacker_calls = 200: this red team may make 216 attacker calls (3 goals x crescendo, "
+        "jailbreak:tree at max_turns 4): set attacker_calls = 216, or max_turns = 2"
+    )
+    assert goals.budget_problem(3, ("crescendo", "jailbreak:tree"), 4, 100).endswith("set attacker_calls = 216")
+    assert goals.budget_problem(3, ("crescendo", "jailbreak:tree"), 4, 216) is None
