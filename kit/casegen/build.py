@@ -51,7 +51,7 @@ class Written:
     case_id: str
     files: list[Path]
     verdicts: Verdicts
-    lines: list[str]  # what the command prints
+    lines: list[str]  # what the command prints after the files: where the model's answers come from, notes
 
 
 def _json_file(path: Path, what: str) -> Any:
@@ -173,7 +173,7 @@ def write_case(req: CaseRequest) -> Written:
     kept["case_id"] = case_id
     texts = {paths["case"]: text, paths["trace"]: json.dumps(kept, indent=1, ensure_ascii=False) + "\n", **texts}
     place.write_all([b for b in (req.out, recordings) if b is not None], texts)
-    lines = [str(p) for p in texts] + [f"model: {model_note}"] + [f"note: {n}" for n in notes]
+    lines = [f"model: {model_note}"] + [f"note: {n}" for n in notes]
     return Written(case_id, list(texts), verdicts, lines)
 
 

@@ -65,6 +65,7 @@ def main(args: argparse.Namespace) -> int:
     from kit.case import Suite, find_upwards, load_suite
     from kit.casegen import place, source
     from kit.casegen.build import CaseRequest, write_case
+    from kit.names import terminal
     from kit.plan import current_plan
     from kit.settings import project_root
 
@@ -103,8 +104,10 @@ def main(args: argparse.Namespace) -> int:
     written = write_case(req)
     broken = written.verdicts.broken
     state = "broke " + ", ".join(j.result.name for j in broken) if broken else "passed the suite's checks"
-    print(f"kit case: {written.case_id}: from {src.origin}, which {state}")
+    print(terminal(f"kit case: {written.case_id}: from {src.origin}, which {state}"))
+    for path in written.files:
+        print(f"  wrote {os.path.relpath(path)}")
     for line in written.lines:
-        print(f"  {line}")
+        print(f"  {terminal(line)}")
     print("  review every check marked PROPOSED, then `kit lint` and commit")
     return 0
