@@ -231,6 +231,13 @@ def test_the_latest_failing_run_in_the_store(repo, capsys):
     case_id, path = _written(repo, capsys, "--run", "latest")
     assert "case refund-desk, attempt 1 (fail)" in path.read_text()
     assert _failures(judge(_trace(AGENTS_BUG, case_id), _case(path, case_id))) == ["guarded:issue_refund"]
+    # A named attempt that passed: what it did is proposed, and the stored case's context goes with it.
+    case_id, path = _written(repo, capsys, "--run", run_id[:8], "--case", "refund-desk", "--attempt", "0")
+    assert "case refund-desk, attempt 0 (pass)" in path.read_text()
+    assert "args" in {s.type for s in _case(path, case_id).checks}
+    assert _case(path, case_id).context == {"channel": "chat"}
+    assert "has no attempt of this case" in _refused(capsys, "--run", "latest", "--case", "nope")
+    assert "no run matches 'zzz'" in _refused(capsys, "--run", "zzz")
 
 
 LIBRARY_DESK = ROOT / "scripts" / "otel_exports"
