@@ -18,8 +18,12 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kit.errors import KitInputError
+
+if TYPE_CHECKING:
+    from kit.store import Store
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
 
@@ -44,11 +48,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "trace's last span (its root come) before judging it (default 2s)")  # fmt: skip
     parser.add_argument("--max-wait", type=duration, default=300.0, metavar="TIME", help="judge a trace whose "
                         "root never came this long after its first span, as incomplete (default 5m)")  # fmt: skip
-    parser.add_argument("--max-spans", type=int, default=200_000, metavar="N", help="spans held in memory before "
-                        "batches are refused with 429 and Retry-After (default 200000)")  # fmt: skip
+    parser.add_argument("--max-spans", type=int, default=50_000, metavar="N", help="spans held in memory before "
+                        "batches are refused with 429 and Retry-After (default 50000)")  # fmt: skip
     parser.add_argument("--store", metavar="FILE", help="store file (default: the settings'); one per receiver")
     parser.add_argument("--wal", metavar="DIR", help="write-ahead log folder (default: <store>.serve-wal)")
     parser.add_argument("--name", help="this receiver's name in the store (default: host:port)")
+    parser.add_argument("--merge", nargs="+", metavar="SHARD", help="serve nothing: copy the production traces "
+                        "(and runs) of these receivers' stores into --store, each trace once, and exit")  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:
@@ -67,19 +73,45 @@ def main(args: argparse.Namespace) -> int:
         raise KitInputError("no invariants file found: give --invariants FILE or --checks FILE")
     if invariants is not None and not Path(invariants).is_file():
         raise KitInputError("no such invariants file", file=str(invariants))
+    if args.merge:
+        return merge(open_store(settings.store), [Path(p) for p in args.merge])
     checks = Path(args.checks) if args.checks else None
     if checks is not None and not checks.is_file():
         raise KitInputError("no such checks file", file=str(checks))
     return serve(args, invariants, checks, open_store(settings.store))
 
 
-def serve(args: argparse.Namespace, invariants: Path | None, checks: Path | None, store: object) -> int:
+def merge(store: Store, shards: list[Path]) -> int:
+    """Receivers' store shards into one store (`kit.store.merge.import_runs`: a trace id already there is kept
+    as it is, so merging twice adds nothing)."""
+    from kit.store import production
+    from kit.store.merge import import_runs
+
+    for shard in shards:
+        if not shard.is_file():
+            raise KitInputError("no such store", file=str(shard))
+        if shard.resolve() == store.path.resolve():
+            raise KitInputError("is the store merged into (--store)", file=str(shard))
+    import duckdb
+
+    for shard in shards:
+        try:
+            import_runs(store, shard)
+        except duckdb.Error as e:
+            raise KitInputError(f"not a store that can be merged: {str(e).splitlines()[0]}", file=str(shard)) from None
+    with store.connect() as con:
+        total = production.summary(con)["traces"]
+    print(f"kit serve: {len(shards)} shard(s) merged into {store.path}: {total} production traces")
+    return 0
+
+
+def serve(args: argparse.Namespace, invariants: Path | None, checks: Path | None, store: Store) -> int:
     from kit.receiver.http import Front
     from kit.receiver.judging import production_case
     from kit.receiver.service import Options, Receiver
 
     production = production_case(invariants, args.invariant, checks)
-    wal = Path(args.wal) if args.wal else store.path.with_name(store.path.name + ".serve-wal")  # type: ignore[attr-defined]
+    wal = Path(args.wal) if args.wal else store.path.with_name(store.path.name + ".serve-wal")
     options = Options(
         wal=wal,
         name=args.name or f"{args.host}:{args.port}",
@@ -87,6 +119,8 @@ def serve(args: argparse.Namespace, invariants: Path | None, checks: Path | None
         max_wait=args.max_wait,
         max_spans=args.max_spans,
     )
+    for line in production.left_out:
+        print(f"kit serve: not run on production traces: {line}", file=sys.stderr)
     receiver = Receiver(production, store, options)
     receiver.start()
     try:
@@ -97,11 +131,9 @@ def serve(args: argparse.Namespace, invariants: Path | None, checks: Path | None
     front.start()
     if args.name is None:
         options.name = f"{args.host}:{front.port}"
-    for line in production.left_out:
-        print(f"kit serve: not run on production traces: {line}", file=sys.stderr)
     print(
         f"kit serve: listening on http://{args.host}:{front.port}/v1/traces; {len(production.labels)} checks; "
-        f"store {store.path}; log {wal}" + (f"; {receiver.replayed} traces from the log to judge"  # type: ignore[attr-defined]
+        f"store {store.path}; log {wal}" + (f"; {receiver.replayed} traces from the log to judge"
                                             if receiver.replayed else ""),
         flush=True,
     )  # fmt: skip

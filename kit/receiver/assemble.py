@@ -42,7 +42,7 @@ class Ready:
 
 
 class Assembler:
-    def __init__(self, settle: float, max_wait: float, max_spans: int, window: int = 65_536) -> None:
+    def __init__(self, settle: float, max_wait: float, max_spans: int, window: int = 16_384) -> None:
         self.settle = settle
         self.max_wait = max_wait
         self.max_spans = max_spans

@@ -132,14 +132,21 @@ def _protobuf(body: bytes) -> list[OtelSpan]:
                         attrs=_attrs(sp.attributes),
                         resource=resource,
                         error=error,
-                        events=[(e.name, _attrs(e.attributes)) for e in sp.events],
+                        events=[(e.name, _attrs(e.attributes)) for e in sp.events] if sp.events else [],
                     )
                 )
     return out
 
 
 def _attrs(kvs: Any) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in kvs}
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        v = kv.value
+        if v.WhichOneof("value") == "string_value":  # most attributes: read without a call per value
+            out[kv.key] = v.string_value
+        else:
+            out[kv.key] = _value(v)
+    return out
 
 
 def _value(v: Any) -> Any:

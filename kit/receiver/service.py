@@ -34,7 +34,7 @@ class Options:
     name: str = "receiver"
     settle: float = 2.0  # seconds without a new span after the root's, before a trace is judged
     max_wait: float = 300.0  # a trace whose root never comes is judged this long after its first span
-    max_spans: int = 200_000  # spans held before batches are refused (429)
+    max_spans: int = 50_000  # spans held before batches are refused (429): ~1,000 traces of 50 spans
     retry_after: int = 1  # seconds, told to a refused sender
     batch: int = 500  # verdicts per store write
     flush_s: float = 1.0  # at most this long between a verdict and its store write

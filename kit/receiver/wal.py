@@ -172,6 +172,8 @@ class Wal:
             for old in self._retired:
                 os.close(old)
             self._retired = []
+            if not self._holds.get(self._n):  # nothing of it left to judge: the next start need not read it
+                (self.folder / _name(self._n)).unlink(missing_ok=True)
 
 
 def _sync_folder(folder: Path) -> None:

@@ -215,7 +215,8 @@ def test_a_wal_record_cut_short_by_a_crash_is_skipped_and_the_rest_read(tmp_path
     assert [r.payload for r in Wal(tmp_path).replay()] == [b'{"a": 1}']
 
 
-def test_store_shards_of_several_receivers_merge_each_trace_once(tmp_path):
+def test_store_shards_of_several_receivers_merge_each_trace_once(tmp_path, capsys):
+    from kit.cli import main
     from kit.store.merge import import_runs
 
     rows = [
@@ -230,8 +231,10 @@ def test_store_shards_of_several_receivers_merge_each_trace_once(tmp_path):
             prod.write(con, mine, [c for c in checks if any(r["trace_id"] == c["trace_id"] for r in mine)])
         shards.append(shard.path)
     merged = open_store(tmp_path / "all.duckdb")
-    for path in shards * 2:  # merging twice adds nothing
-        import_runs(merged, path)
+    argv = ["serve", "--store", str(merged.path), "--merge", *map(str, shards)]
+    assert main(argv) == 0
+    assert "2 shard(s) merged" in capsys.readouterr().out
+    import_runs(merged, shards[1])  # merging again adds nothing
     with merged.connect() as con:
         got = sorted(con.execute("SELECT trace_id, receiver FROM production_traces").fetchall())
         n_checks = con.execute("SELECT count(*) FROM production_checks").fetchone()[0]

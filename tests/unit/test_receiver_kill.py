@@ -43,16 +43,16 @@ def _post(port: int, trace_id: str) -> bool:
 
 
 def test_sigkill_mid_stream_then_restart_loses_nothing_acknowledged_and_judges_nothing_twice(tmp_path):
-    ids = [f"{n:032x}" for n in range(1, 81)]
+    ids = [f"{n:032x}" for n in range(1, 41)]
     proc, port = _start(tmp_path)
     acked: list[str] = []
     for n, tid in enumerate(ids):
-        if n == 50:
+        if n == 25:
             proc.send_signal(signal.SIGKILL)  # mid-stream: some traces judged, some acknowledged and pending
             proc.wait(timeout=10)
         if _post(port, tid):
             acked.append(tid)
-    assert 40 <= len(acked) <= 50, len(acked)
+    assert len(acked) == 25  # every batch sent before the kill was acknowledged, none after
     proc.stdout.close()  # type: ignore[union-attr]
     proc.stderr.close()  # type: ignore[union-attr]
 
