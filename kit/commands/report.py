@@ -31,6 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", help="case file or folder to read tags from (default: the settings' cases)")
     parser.add_argument("--recent", type=int, default=20, help="how many runs each HTML trend shows")
     parser.add_argument("--store", help="store file (default $KIT_STORE or .kit/evals.duckdb)")
+    parser.add_argument("--production", action="store_true", help="only the production section: traces kit serve "
+                        "judged, pass rate per invariant over time and the failing traces")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class ReportRequest:
     cases: Path | None = None  # where the HTML report reads tags from (default: the settings' cases)
     recent: int = 20
     text: bool = True  # the text report (make evals prints its own summary instead)
+    production: bool = False  # only the production section (the traces kit serve judged)
     gates: Path | None = None  # the policy whose alpha the side by side uses (default: the settings' gates)
 
 
@@ -110,6 +113,7 @@ def main(args: argparse.Namespace) -> int:
         runs=tuple(args.runs) if args.runs else None,
         cases=Path(args.cases) if args.cases else None,
         recent=args.recent,
+        production=args.production,
     )
     try:
         done = report(request)
@@ -156,6 +160,8 @@ def report(req: ReportRequest) -> Report:
     store = open_store(req.store)
     if not store.path.exists() and not store.spool.exists():
         raise KitInputError(f"no store at {store.path} (run the evals first, or set KIT_STORE)")
+    if req.production or (req.text and not wanted and req.run == "latest" and _production_only(store)):
+        return Report(_production(store) or "no production traces in the store (kit serve writes them)", None, None)
     tags = _tags(req) if req.html else {}
     page = side = None
     shown: str | None = None
@@ -174,6 +180,9 @@ def report(req: ReportRequest) -> Report:
             shown = text.render(gather(store, req.run, k=req.k, source=req.source, recent=req.recent))
     except q.RunNotFound as e:
         raise KitInputError(f"{store.path}: {e}") from None
+    if shown is not None and not req.compare:  # the production section under the run's, when there is one
+        section = _production(store)
+        shown = f"{shown}\n\n{section}" if section else shown
     notes: list[str] = []
     if page is not None and req.html is not None:
         _write(req.html, page)
@@ -184,6 +193,23 @@ def report(req: ReportRequest) -> Report:
         else:
             md = _write(req.md, compare_view.markdown(side))
     return Report(shown, req.html if page is not None else None, md, tuple(notes))
+
+
+def _production(store: Any) -> str:
+    """The production section (the traces kit serve judged), or "" when there are none."""
+    from kit.report import production_view
+
+    with store.connect() as con:
+        return production_view.render(con)
+
+
+def _production_only(store: Any) -> bool:
+    """A store of production traces and no run (a receiver's own store): its report is the production section."""
+    if not store.path.exists():
+        return False
+    with store.connect() as con:
+        row = con.execute("SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM production_traces)").fetchone()
+    return bool(row and row[0] == 0 and row[1])
 
 
 def _write(path: Path, content: str) -> Path:

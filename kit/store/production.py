@@ -130,12 +130,12 @@ def pass_rates(con: duckdb.DuckDBPyConnection, bucket: str = "hour") -> list[dic
     if bucket not in ("minute", "hour", "day"):
         raise ValueError(f"bucket must be minute, hour or day, not {bucket!r}")
     rows = con.execute(
-        f"""SELECT date_trunc('{bucket}', t.started_at) AS at, coalesce(c.invariant, c."check") AS invariant,
+        f"""SELECT date_trunc('{bucket}', t.started_at) AS bucket_start, coalesce(c.invariant, c."check") AS invariant,
                    count(DISTINCT c.trace_id) AS traces,
                    count(DISTINCT c.trace_id) FILTER (WHERE c.outcome = 'fail') AS failed,
                    count(DISTINCT c.trace_id) FILTER (WHERE c.outcome = 'error') AS errors
             FROM production_checks c JOIN production_traces t USING (trace_id)
-            GROUP BY ALL ORDER BY at, invariant"""
+            GROUP BY ALL ORDER BY bucket_start, invariant"""
     ).fetchall()
     out = []
     for at, invariant, traces, failed, errors in rows:

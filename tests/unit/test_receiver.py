@@ -99,6 +99,18 @@ def test_every_trace_from_the_sdk_exporter_is_judged_once_and_every_breaking_one
     assert {f["trace_id"] for f in failing} == failed
     assert failing[0]["checks"][0]["check"] == "guarded:issue_refund"
     assert receiver.status()["duplicates"] == 0 and receiver.status()["wal_segments"] == 1
+    # `kit report` on a receiver's store: the production section, pass rate per invariant, failing traces.
+    from kit.commands.report import ReportRequest, report
+
+    shown = report(ReportRequest(store=tmp_path / "store.duckdb")).text or ""
+    assert "production (kit serve): 100 traces judged, 86 passed" in shown
+    lines = {line.split()[0]: line.split()[1:] for line in shown.splitlines() if line.split()[:1]}
+    # Each row: a rate and a count per hour (two hours if the test ran across one's end).
+    for name, rates in (("refund_safety", {"86%"}), ("no_leak", {"100%"})):
+        cells = lines[name]
+        assert sum(int(n.strip("()")) for n in cells[1::2]) == 100
+        assert len(cells) > 2 or set(cells[::2]) == rates
+    assert f"{ids[94]}" in shown and "guarded:issue_refund (refund_safety): issue_refund (step 1)" in shown
 
 
 def _otlp_json(trace_id: str, *, tool: str = "issue_refund") -> dict:
