@@ -2,14 +2,22 @@
 recordings no case uses any more pruned away.
 
 Attempts of one case may finish at once in threads of one process and in the runner's host processes: each
-merges its attempt into the file under an exclusive `flock` on `<folder>/.lock` (with a thread lock beside it),
-reading the file afresh, so no attempt overwrites another's.
+merges its attempt into the file under an exclusive `flock` on `<folder>/.kit/lock` (with a thread lock beside
+it), reading the file afresh, so no attempt overwrites another's.
+
+One recording session (one `make evals`, one `kit run` and its hosts) may call the agent more than once for
+the same case and attempt: the red team's strategies send one attack in several forms under its case id. The
+first save of an attempt in a session replaces what an earlier session recorded; the later ones add to it, so
+each call's requests are found on replay. `<folder>/.kit/session.json` says which session wrote which attempts;
+`<folder>/.kit/` is the kit's own (a `.gitignore` in it keeps it out of the repository).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
+import os
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -17,7 +25,7 @@ from pathlib import Path
 from kit.errors import KitInputError
 from kit.recording.format import Exchange, Recording, case_ids, read, write
 
-LOCK_FILE = ".lock"
+STATE = ".kit"  # the folder's own state: the lock, the session's written attempts
 # A judge's recordings sit beside the agent's, under this prefix and the case id.
 JUDGE_PREFIX = "_judge/"
 _THREADS = threading.Lock()
@@ -26,10 +34,12 @@ _THREADS = threading.Lock()
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[None]:
     """Exclusive access to the recordings in `folder`, across threads and processes."""
-    folder = Path(folder)
+    state = Path(folder) / STATE
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / LOCK_FILE, "a+b")  # noqa: SIM115  # held for the block below
+        state.mkdir(parents=True, exist_ok=True)
+        if not (state / ".gitignore").exists():
+            (state / ".gitignore").write_text("*\n")
+        handle = open(state / "lock", "a+b")  # noqa: SIM115  # held for the block below
     except OSError as e:
         raise KitInputError(f"cannot lock the recordings: {e.strerror or e}", file=str(folder)) from None
     with _THREADS, handle:
@@ -40,11 +50,42 @@ def locked(folder: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def save_attempt(folder: Path, case_id: str, attempt: int, exchanges: list[Exchange], model: str | None) -> Path:
-    """Attempt `attempt` of the case (re)recorded into its file, the other attempts kept."""
+def save_attempt(
+    folder: Path, case_id: str, attempt: int, exchanges: list[Exchange], model: str | None, session: str = ""
+) -> Path:
+    """Attempt `attempt` of the case (re)recorded into its file, the other attempts kept: replaced on the
+    session's first save of it, added to on the next (another call of the agent for the same attempt)."""
     with locked(folder):
         current = read(folder, case_id) or Recording(case=case_id, model=model)
+        state = _session(folder, session)
+        mark = f"{case_id}\n{attempt}"
+        if mark in state["written"]:
+            exchanges = [*(current.attempt(attempt) or []), *exchanges]
+        else:
+            state["written"].append(mark)
+            _write_session(folder, state)
         return write(folder, current.with_attempt(attempt, exchanges, model))
+
+
+def _session(folder: Path, session: str) -> dict:
+    path = Path(folder) / STATE / "session.json"
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        state = None
+    if not isinstance(state, dict) or state.get("session") != session or not isinstance(state.get("written"), list):
+        state = {"session": session, "written": []}
+    return state
+
+
+def _write_session(folder: Path, state: dict) -> None:
+    path = Path(folder) / STATE / "session.json"
+    tmp = path.with_name(f".session.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise KitInputError(f"cannot write the recording session: {e.strerror or e}", file=str(path)) from None
 
 
 def prune(folder: Path, used: Mapping[str, int]) -> list[str]:

@@ -174,6 +174,6 @@ def case_ids(folder: Path) -> Iterator[tuple[str, Path]]:
     if not root.is_dir():
         return
     for path in sorted(root.rglob(f"*{SUFFIX}")):
-        if path.name.startswith("."):
-            continue
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue  # the folder's own state (.kit/), a temporary file
         yield path.relative_to(root).as_posix().removesuffix(SUFFIX), path

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +34,8 @@ Mode = Literal["live", "record", "replay", "record-missing"]
 MODES: tuple[str, ...] = ("live", "record", "replay", "record-missing")
 # The settings' variables a started process reads them from (kit.settings.ENV).
 MODE_ENV, FOLDER_ENV, MODEL_ENV = "KIT_RECORDINGS_MODE", "KIT_RECORDINGS", "KIT_AGENT_MODEL"
+# A process's own recording session, when no evals id names one.
+_OWN = f"process-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class Recordings:
     mode: Mode
     folder: Path
     model: str | None = None  # the pinned model id: a recording of another is refused
+    # The recording session (a `make evals`: its evals id): its first save of an attempt replaces it, the next
+    # add to it (kit.recording.files.save_attempt). Empty: this process's own.
+    session: str = ""
 
     def open(self, case_id: str, attempt: int, *, model: str | None = None) -> Tape:
         """The tape for this attempt: replayed when recorded (replay, record-missing), else recorded. `model`:
@@ -72,7 +78,7 @@ class Recordings:
         """After the attempt: a recording tape saved (the attempt's file merged under a lock); the attempt's
         error when it missed (the first miss, and how many more)."""
         if tape.mode == "record" and (tape.kept or path_for(self.folder, tape.case_id).exists()):
-            save_attempt(self.folder, tape.case_id, tape.attempt, tape.kept, tape.model)
+            save_attempt(self.folder, tape.case_id, tape.attempt, tape.kept, tape.model, self.session or _OWN)
         if not tape.misses:
             return None
         more = len(tape.misses) - 1
@@ -163,7 +169,8 @@ def from_settings(settings: object) -> Recordings | None:
     mode = getattr(section, "mode", "live")
     if section is None or mode == "live":
         return None
-    return Recordings(mode, Path(section.folder).absolute(), getattr(settings, "agent_model", None))
+    session = getattr(settings, "evals_id", None) or getattr(settings, "run_id", None) or ""
+    return Recordings(mode, Path(section.folder).absolute(), getattr(settings, "agent_model", None), session)
 
 
 @contextlib.contextmanager

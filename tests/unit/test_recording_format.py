@@ -88,3 +88,13 @@ def test_attempts_saved_at_once_are_all_kept_and_prune_drops_the_unused(tmp_path
     assert sorted((read(tmp_path, "c") or rec).attempts) == ["0", "1", "2"]
     assert (read(tmp_path, "_judge/c") or rec).attempts == {"0": []}
     assert len(gone) == 3
+
+
+def test_a_session_adds_to_its_own_attempt_and_replaces_an_earlier_sessions(tmp_path: Path) -> None:
+    save_attempt(tmp_path, "c", 0, [_ex("old")], None, "evals-1")
+    save_attempt(tmp_path, "c", 0, [_ex("plain")], None, "evals-2")  # a new session: recorded afresh
+    save_attempt(tmp_path, "c", 0, [_ex("base64")], None, "evals-2")  # the same attack in another form
+    rec = read(tmp_path, "c")
+    assert rec is not None
+    assert [ex.request.body["messages"][0]["content"] for ex in rec.attempts["0"]] == ["plain", "base64"]
+    assert (tmp_path / ".kit" / ".gitignore").read_text() == "*\n"
