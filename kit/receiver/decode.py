@@ -95,6 +95,8 @@ def _json(body: bytes) -> list[OtelSpan]:
         raise BadBatch(e.message) from None
     except (TypeError, AttributeError, KeyError, ValueError) as e:  # a nested part of the wrong type
         raise BadBatch(f"not an OTLP trace export: {type(e).__name__}: {e}") from None
+    except RecursionError:
+        raise BadBatch("an attribute value is nested too deeply to read") from None
     return [s for spans in grouped.values() for s in spans]
 
 

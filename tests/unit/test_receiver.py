@@ -264,3 +264,36 @@ def test_production_case_names_what_it_leaves_out_and_refuses_unknown_bundles(na
     p = production_case(GOLDEN)
     assert "guarded:issue_refund" in p.labels and not any("end_state" in c.type for c in p.case.checks)
     assert any("one_refund_per_order" in line and "end state" in line for line in p.left_out)
+
+
+def test_hostile_bodies_are_each_a_4xx_naming_why_never_a_crash(tmp_path):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    store = open_store(tmp_path / "store.duckdb")
+    receiver = Receiver(production_case(GOLDEN), store, Options(wal=tmp_path / "wal"))
+
+    def deep(n: int) -> bytes:  # an attribute nested n arrays deep (past the JSON reader's depth limit)
+        nested = '{"arrayValue": {"values": [' * n + '{"stringValue": "x"}' + "]}}" * n
+        span = '{"traceId": "' + "1" * 32 + '", "spanId": "' + "2" * 16 + '", "attributes": [{"key": "k", "value": '
+        return ('{"resourceSpans": [{"scopeSpans": [{"spans": [' + span + nested + "}]}]}]}]}").encode()
+
+    fixed = [
+        (deep(2000), "application/json"),
+        (b'{"resourceSpans": [3]}', "application/json"),
+        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 5, "attributes": "x"}]}]}]}', "application/json"),
+        (b"\x0a\x05\x12\x03\x12\x01\xff", "application/x-protobuf"),
+        (b"\xff" * 64, "application/x-protobuf"),
+    ]
+    for body, ctype in fixed:
+        status, _, out = receiver.accept(body, ctype, None)
+        assert 400 <= status < 500 and out, (body[:40], status)
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(st.binary(max_size=300), st.sampled_from(["application/json", "application/x-protobuf"]))
+    def any_bytes(body: bytes, ctype: str) -> None:
+        status, _, _ = receiver.accept(body, ctype, None)
+        assert status in (200, 400), status  # an empty request is a 200 with nothing in it
+
+    any_bytes()
+    assert receiver.status()["batches"] == 0 or receiver.status()["spans"] >= receiver.status()["batches"]
