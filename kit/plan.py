@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -57,6 +58,9 @@ PLAN_ENV = "KIT_PLAN"
 DOCUMENT_VERSION = 1
 # A plan document nobody wrote or used for a week belongs to no running process.
 DOCUMENT_KEEP_S = 7 * 24 * 3600.0
+# The names the kit gives its plan documents: the only files of the folder it ever removes.
+DOCUMENT_PREFIX = "kit-plan-"
+DOCUMENT_NAME = re.compile(r"kit-plan-[0-9a-f]{20}\.json")
 # The settings' default corpus: the reference agent's shop attacks. Another agent gets the generic attacks.
 DEFAULT_CORPUS = Path("redteam/attacks.yaml")
 GENERIC = "generic"
@@ -317,11 +321,11 @@ class Plan:
 
 
 def write_document(doc: Mapping[str, Any], folder: Path) -> Path:
-    """The document as `<folder>/<hash>.json` (one file per distinct plan, written once, atomically). Every
-    run writes one (its run id is in it): documents unused for DOCUMENT_KEEP_S are removed as a new one is
-    written, so the folder does not grow for ever."""
+    """The document as `<folder>/kit-plan-<hash>.json` (one file per distinct plan, written once, atomically).
+    Every run writes one (its run id is in it): the kit's documents unused for DOCUMENT_KEEP_S are removed as
+    a new one is written, so the folder does not grow for ever; no other file there is ever touched."""
     text = json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False)
-    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
+    path = folder / f"{DOCUMENT_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
     try:
         if path.is_file():
             os.utime(path)  # in use again: kept
@@ -337,8 +341,11 @@ def write_document(doc: Mapping[str, Any], folder: Path) -> Path:
 
 
 def _prune(folder: Path) -> None:
+    """The kit's own old documents (its names alone: the folder may hold a team's files of its own)."""
     cutoff = time.time() - DOCUMENT_KEEP_S
-    for old in folder.glob("*.json"):
+    for old in folder.glob(f"{DOCUMENT_PREFIX}*.json"):
+        if not DOCUMENT_NAME.fullmatch(old.name):
+            continue
         with contextlib.suppress(OSError):  # another process pruned it first
             if old.stat().st_mtime < cutoff:
                 old.unlink()
