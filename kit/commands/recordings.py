@@ -1,4 +1,9 @@
-"""`kit recordings prune`: remove the model-call recordings no case uses (kit.recording.prune): a case's file
+"""`kit recordings serve NAME --upstream URL`: the kit's endpoint for the model calls that leave from Node
+(Promptfoo's attacker, the red team's grader.cjs): give them the printed base URL instead of the model's; it
+records them (`<folder>/NAME.json`) or replays them as `[tool.kit.recordings] mode` says, until stopped
+(exit 1 when a replayed request had no recording).
+
+`kit recordings prune`: remove the model-call recordings no case uses (kit.recording.prune): a case's file
 when the suite has no such case any more, and the attempts past what its case runs (`runs:`, or `--runs`).
 The judge's recordings (`_judge/<case id>.json`) follow their case; the red team's (its attacks' case ids)
 are kept. A suite with a case file that does not load
@@ -12,6 +17,11 @@ import sys
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
+    serve = sub.add_parser("serve", help="an endpoint recording or replaying the calls made to it (Node's)")
+    serve.add_argument("name", help="the recording's id, e.g. _attacker/redteam (its file: <folder>/NAME.json)")
+    serve.add_argument("--upstream", help="the model's base URL to forward to when recording")
+    serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    serve.add_argument("--model", help="the model id these calls are pinned to (default: none)")
     prune = sub.add_parser("prune", help="remove the recordings no case uses")
     prune.add_argument("--cases", help="the suite (default: the settings' cases)")
     prune.add_argument("--runs", type=int, default=0, help="keep attempts up to N per case even past its `runs:`")
@@ -19,6 +29,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    return serve(args) if args.action == "serve" else prune_unused(args)
+
+
+def serve(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from kit.errors import KitInputError
+    from kit.names import name_problem
+    from kit.recording import from_settings
+    from kit.recording.endpoint import Endpoint
+    from kit.settings import load_settings
+
+    problem = name_problem(args.name)
+    if problem is not None:
+        raise KitInputError(f"recording name {args.name!r} {problem}")
+    recordings = from_settings(load_settings())
+    if recordings is None:
+        raise KitInputError("[tool.kit.recordings] mode is live: give the Node side the model's own base URL")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        endpoint = Endpoint(recordings, args.name, upstream=args.upstream, model=args.model, port=args.port)
+    except (ValueError, OSError) as e:
+        raise KitInputError(str(e)) from None
+    with endpoint:
+        print(endpoint.base_url, flush=True)
+        stop.wait()
+    for miss in endpoint.misses:
+        print(f"recording miss: {miss}", file=sys.stderr)
+    return 1 if endpoint.misses else 0
+
+
+def prune_unused(args: argparse.Namespace) -> int:
     from kit.case import MAX_RUNS
     from kit.commands.init import REDTEAM_CASE_ID
     from kit.errors import KitInputError

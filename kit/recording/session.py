@@ -35,7 +35,7 @@ MODES: tuple[str, ...] = ("live", "record", "replay", "record-missing")
 # The settings' variables a started process reads them from (kit.settings.ENV).
 MODE_ENV, FOLDER_ENV, MODEL_ENV = "KIT_RECORDINGS_MODE", "KIT_RECORDINGS", "KIT_AGENT_MODEL"
 # A process's own recording session, when no evals id names one.
-_OWN = f"process-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+OWN_SESSION = f"process-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Recordings:
         """After the attempt: a recording tape saved (the attempt's file merged under a lock); the attempt's
         error when it missed (the first miss, and how many more)."""
         if tape.mode == "record" and (tape.kept or path_for(self.folder, tape.case_id).exists()):
-            save_attempt(self.folder, tape.case_id, tape.attempt, tape.kept, tape.model, self.session or _OWN)
+            save_attempt(self.folder, tape.case_id, tape.attempt, tape.kept, tape.model, self.session or OWN_SESSION)
         if not tape.misses:
             return None
         more = len(tape.misses) - 1
