@@ -260,14 +260,9 @@ def kit_serve(folder: Path, template: bytes, total: int, marks: list[int]) -> li
             conn.request("GET", "/status")
             judged = json.loads(conn.getresponse().read())["judged"]
             if judged >= todo[0]:
-                samples.append(
-                    {
-                        "traces": judged,
-                        "cpu_s": _proc_cpu(proc.pid),
-                        "wall_s": time.perf_counter() - t0,
-                        "rss_mb": _proc_rss_mb(proc.pid),
-                    }
-                )
+                s = {"traces": judged, "cpu_s": _proc_cpu(proc.pid), "wall_s": time.perf_counter() - t0}
+                samples.append({**s, "rss_mb": _proc_rss_mb(proc.pid)})
+                print(f"  (judged {judged}: {samples[-1]})", file=sys.stderr, flush=True)
                 todo = [m for m in todo if m > judged]
             time.sleep(0.05)
         done.set()
@@ -311,7 +306,7 @@ def main() -> int:
         template = _traces(BATCH)
         lines = _contract_lines(template)
         check = [kit_check(folder, lines, marks[0]), kit_check(folder, lines, total)]
-        small, large = marks[0], min(total, args.import_traces)
+        small, large = args.import_traces // 4, args.import_traces
         imported = [import_and_check(folder, template, small), import_and_check(folder, template, large)]
         serve = kit_serve(folder, template, total, marks)
     c0, c1 = check
