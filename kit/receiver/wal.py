@@ -13,6 +13,7 @@ crash came mid-write) and ends that file; new records go to a new segment.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import sys
@@ -105,6 +106,8 @@ class Wal:
         it carries, which keep its segment until they are released. Returns (segment, mark)."""
         record = _HEAD.pack(len(payload), zlib.crc32(payload), kind) + payload
         with self._lock:
+            if self._fd < 0:  # closed: never a write through a descriptor number since reused
+                raise OSError(errno.EBADF, "the write-ahead log is closed")
             if self._size and self._size + len(record) > self.segment_bytes:
                 self._rotate()
             view = memoryview(record)
@@ -127,6 +130,8 @@ class Wal:
                 retired, self._retired = self._retired, []
             for old in retired:
                 os.close(old)
+            if fd < 0:
+                raise OSError(errno.EBADF, "the write-ahead log is closed")
             os.fsync(fd)
             self._synced = target
 
@@ -167,8 +172,11 @@ class Wal:
 
     def close(self) -> None:
         with self._sync_lock, self._lock:
+            if self._fd < 0:
+                return
             os.fsync(self._fd)
             os.close(self._fd)
+            self._fd = -1
             for old in self._retired:
                 os.close(old)
             self._retired = []
