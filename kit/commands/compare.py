@@ -3,9 +3,10 @@ case told from chance: both pass fractions with their Wilson 95% intervals, the 
 (one-sided Fisher exact, Holm over the cases compared) and its verdict (regression, improvement, noise,
 unchanged), the flaky cases by name, each suite's pass^k with its interval, and the smallest drop the runs
 can detect at gates.yaml's `baseline.alpha`. A and B: run ids (or prefixes), latest, previous, latest~N, a
-git sha or a model id. Without arguments: previous latest, where latest is the newest run that is not a
-red-team control (right after `make evals`, its kit run) and previous is latest's baseline (the run before
-it of the same source, kind and agent)."""
+git sha or a model id. Without arguments: the latest gated `make evals` (its kit run; an ad-hoc
+`npx promptfoo eval` or `kit run` since does not move it) against its baseline (the run of an earlier
+`make evals` of the same source, kind and agent), and the first line says which runs were chosen; with no
+`make evals` in the store, previous latest."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from pathlib import Path
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "a", nargs="?", default="previous", help="the earlier run (default previous: the baseline of latest)"
+        "a", nargs="?", help="the earlier run (default: the baseline of B; with B named, previous)"
     )
-    parser.add_argument("b", nargs="?", default="latest", help="the later run (default latest)")
+    parser.add_argument("b", nargs="?", help="the later run (default: the latest gated make evals, else latest)")
     parser.add_argument("--source", choices=("kit", "deepeval", "promptfoo"), help="only runs from this source")
     parser.add_argument("--k", type=int, default=2, help="k of the suite's pass^k shown beside pass^1 (default 2)")
     parser.add_argument("--config", help="gate policy file whose baseline.alpha applies (default: the settings')")
@@ -54,8 +55,7 @@ def main(args: argparse.Namespace) -> int:
     store = open_store(args.store)
     try:
         with store.connect() as con:
-            a = q.resolve_run(con, args.a, args.source)
-            b = q.resolve_run(con, args.b, args.source)
+            a, b, chosen = _pair(con, args.a, args.b, args.source, policy.baseline.max_error_share)
             cmp = q.compare(con, a, b)
             run_a, run_b = q.run_info(con, a), q.run_info(con, b)
             # B's alpha is the one its gate used: the policy it recorded, unless --config names another.
@@ -71,9 +71,38 @@ def main(args: argparse.Namespace) -> int:
             "fail_to_pass": [asdict(f) for f in cmp.fail_to_pass],
             "new_attacks": [f.case_id for f in newly_successful_attacks(cmp)],
         }
-        print(json.dumps({"a": a, "b": b, **ev.to_json(), **flips}, indent=2))
+        print(json.dumps({"a": a, "b": b, "chosen": chosen, **ev.to_json(), **flips}, indent=2))
     else:
         print(render_comparison(cmp, run_a, run_b))
+        if chosen:
+            print(terminal(chosen) + "\n")
         print()
         print(terminal(evidence_text(ev, args.k)))
     return 0
+
+
+def _pair(con, a: str | None, b: str | None, source: str | None, max_error_share: float) -> tuple[str, str, str]:
+    """(A, B, what was chosen and why: "" when both were named). No run named: the latest gated `make evals`
+    against its baseline (queries.baseline_run: an earlier `make evals`), else previous latest."""
+    from kit.store import queries as q
+
+    if a is not None and b is not None:
+        return q.resolve_run(con, a, source), q.resolve_run(con, b, source), ""
+    if a is None and b is None and (gated := q.latest_gated(con, source)) is not None:
+        base = q.baseline_run(con, gated, max_error_share)
+        info = q.run_info(con, gated)
+        if base is None:
+            raise q.RunNotFound(
+                f"no baseline for run {gated} ({info['source']}) of the latest make evals ({info['evals_id']}): no "
+                "earlier make evals wrote a complete run of the same source, kind and agent that is not an outage"
+            )
+        return base, gated, (
+            f"compared: B = run {gated} ({info['source']}), of the latest gated make evals ({info['evals_id']}); "
+            f"A = run {base}, its baseline (the last complete run of an earlier make evals of the same source, "
+            "kind and agent that is not an outage)"
+        )
+    rb = q.resolve_run(con, b or "latest", source)
+    ra = q.resolve_run(con, a or "previous", source)
+    if a is None and b is None:
+        return ra, rb, f"compared: no make evals run in the store: B = run {rb} (latest), A = run {ra} (previous)"
+    return ra, rb, ""

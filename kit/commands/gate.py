@@ -212,7 +212,7 @@ def _baseline(con: Any, ref: str, run: dict[str, Any], max_error_share: float, s
                 "earlier complete run of the same source, kind and agent is one too, or there is none"
             )
         skipped = ((base, errored, attempts), *choice.outages)
-        return choice.run_id, _why(choice.run_id, ref, skipped, max_error_share)
+        return choice.run_id, _why(choice.run_id, ref, skipped, max_error_share, bool(run.get("evals_id")))
     if outage:
         return base, (
             f"baseline run {base} (named by {ref!r}) is an outage: {errored}/{attempts} attempts errored, so the "
@@ -220,13 +220,17 @@ def _baseline(con: Any, ref: str, run: dict[str, Any], max_error_share: float, s
         )
     mine = q.baseline_choice(con, run["run_id"], max_error_share)
     if base == mine.run_id:
-        return base, _why(base, ref, mine.outages, max_error_share)
+        return base, _why(base, ref, mine.outages, max_error_share, bool(run.get("evals_id")))
     return base, f"compared against baseline run {base} (named by {ref!r})"
 
 
-def _why(base: str, ref: str, outages: tuple[tuple[str, int, int], ...], max_error_share: float) -> str:
+def _why(
+    base: str, ref: str, outages: tuple[tuple[str, int, int], ...], max_error_share: float, gated: bool = False
+) -> str:
+    # A run of a `make evals` is held against an earlier `make evals` only (queries.baseline_run): said.
+    of = "run of an earlier make evals" if gated else "run"
     line = (
-        f"compared against baseline run {base} ({ref!r}: the last complete run of the same source, kind and agent "
+        f"compared against baseline run {base} ({ref!r}: the last complete {of} of the same source, kind and agent "
         f"that is not an outage"
     )
     if outages:

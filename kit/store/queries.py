@@ -166,6 +166,26 @@ def evals_runs(con: duckdb.DuckDBPyConnection, evals_id: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
+def latest_gated(con: duckdb.DuckDBPyConnection, source: str | None = None) -> str | None:
+    """The run that stands for the newest `make evals` (the newest evals id among runs that are not
+    controls): its kit run, else its first golden eval, else its first run (of `source` when given). None
+    when no run in the store was written by `make evals`. Ad-hoc runs written since do not move it."""
+    src_sql, src_params = ("AND source = ?", [source]) if source else ("", [])
+    row = con.execute(
+        f"SELECT evals_id FROM runs WHERE evals_id IS NOT NULL AND {_NOT_CONTROL} {src_sql} "
+        "ORDER BY started_at DESC, run_id DESC LIMIT 1",
+        src_params,
+    ).fetchone()
+    if row is None:
+        return None
+    info = [run_info(con, r) for r in evals_runs(con, str(row[0]))]
+    mine = [r for r in info if not is_control(r) and (source is None or r["source"] == source)]
+    if not mine:
+        return None
+    chosen = next((r for r in mine if r["source"] == "kit"), next((r for r in mine if r["kind"] == "golden"), mine[0]))
+    return str(chosen["run_id"])
+
+
 def run_info(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     rows = _rows(con, f"SELECT * EXCLUDE (meta, kind, rules), {KIND_SQL} AS kind FROM runs WHERE run_id = ?", [run_id])
     if not rows:
@@ -339,6 +359,8 @@ def baseline_run(con: duckdb.DuckDBPyConnection, run_id: str, max_error_share: f
     """The run a run is compared with (`kit report`'s comparison, `make evals`' flips and gate): the latest
     earlier complete run of the same source, kind and agent (a golden eval is never compared with a red
     team), never a control, never an outage (every attempt errored, or more than `max_error_share` of them).
+    A run of a `make evals` (it carries an evals id) is compared with a run of an earlier `make evals` only,
+    never with an ad-hoc run (`npx promptfoo eval`, a `kit run --replay` typed by hand).
     The model may differ: what flipped between models is exactly the question."""
     choice = baseline_choice(con, run_id, max_error_share)
     return choice.run_id
@@ -368,6 +390,7 @@ def baseline_choice(
              AND {p_kind} = {r_kind} AND {p_kind} <> 'control'
              AND (p.started_at, p.run_id) < (r.started_at, r.run_id)
              AND coalesce(p.status, 'complete') = 'complete'
+             AND (r.evals_id IS NULL OR p.evals_id IS NOT NULL)
            ORDER BY p.started_at DESC, p.run_id DESC""",
         [run_id],
     ).fetchall()

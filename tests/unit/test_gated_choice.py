@@ -1,0 +1,74 @@
+"""Without a run named, `kit compare` and the gate's baseline read the latest gated `make evals`, never an
+ad-hoc run written beside it (`npx promptfoo eval`, a `kit run --replay` typed by hand), and say which
+runs they chose."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kit.cli import main as kit
+from kit.gate.policy import GatePolicy
+from kit.result import CaseRun, Result
+from kit.store import open_store
+from kit.store import queries as q
+
+
+def _run(store, source: str, minute: int, results: dict[str, bool], evals_id: str | None = None) -> str:
+    run_id = store.start_run(
+        source, agent="a:run", model="m", git_sha=None, evals_id=evals_id, started_at=f"2026-01-01T10:{minute:02}:00"
+    )
+    for case_id, ok in results.items():
+        store.record(run_id, CaseRun(case_id, 0, (Result("no_pii", ok, "" if ok else "email in output"),)))
+    store.finish_run(run_id)
+    return run_id
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """Two `make evals` (kit and Promptfoo runs each), an ad-hoc kit replay between them and ad-hoc
+    Promptfoo evals after the second."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("KIT_GATES", "KIT_CASES", "KIT_STORE", "KIT_EVALS_ID"):
+        monkeypatch.delenv(name, raising=False)
+    store = open_store(tmp_path / "evals.duckdb")
+    ok = {"a": True, "b": True}
+    first = _run(store, "kit", 1, ok, "evals-1")
+    _run(store, "promptfoo", 2, ok, "evals-1")
+    adhoc_kit = _run(store, "kit", 3, {"a": False, "b": False})
+    second = _run(store, "kit", 4, {"a": True, "b": False}, "evals-2")
+    _run(store, "promptfoo", 5, ok, "evals-2")
+    _run(store, "promptfoo", 6, {"a": False, "b": True})
+    _run(store, "promptfoo", 7, ok)
+    return store, first, second, adhoc_kit
+
+
+def test_a_gated_runs_baseline_is_an_earlier_make_evals_never_an_adhoc_run(runs):
+    store, first, second, adhoc = runs
+    with store.connect() as con:
+        assert q.baseline_run(con, second) == first
+        assert q.latest_gated(con) == second
+        assert q.baseline_run(con, adhoc) == first  # an ad-hoc run may be held against anything before it
+    from kit.commands.gate import gate_run
+
+    result = gate_run(store, second, GatePolicy(), baseline=first)
+    assert any(f"compared against baseline run {first}" in n for n in result.context)
+    result = gate_run(store, second, GatePolicy(), baseline="previous", source="kit")
+    assert any(f"baseline run {first}" in n and "an earlier make evals" in n for n in result.notes)
+
+
+def test_kit_compare_without_runs_compares_the_latest_make_evals_with_its_baseline_and_says_so(runs, capsys):
+    store, first, second, _ = runs
+    assert kit(["compare", "--store", str(store.path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"compared: B = run {second} (kit), of the latest gated make evals (evals-2); A = run {first}"
+    )
+    assert f"A: {first} (kit" in out and f"B: {second} (kit" in out
+    assert kit(["compare", "--store", str(store.path), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert (said["a"], said["b"]) == (first, second) and said["chosen"].startswith("compared: B = run")
+    # Runs named: those, and no line about a choice.
+    assert kit(["compare", first, second, "--store", str(store.path)]) == 0
+    assert not capsys.readouterr().out.startswith("compared:")
