@@ -300,11 +300,18 @@ def indexed_messages(attrs: dict[str, Any], prefix: str) -> list[Msg]:
     return chat_messages(items)
 
 
+# smolagents' history repeats each call and its observation as text in roles of its own; the model's outputs
+# and the tool spans hold them as calls and results, so the echo is no message of the run.
+_SMOLAGENTS_ECHO = ("tool-call", "tool-response")
+
+
 def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
     """`llm.input_messages.*` or `llm.output_messages.*` as messages."""
     out = []
     for item in _indexed(_tree(attrs, f"llm.{which}_messages.")):
         m = item.get("message", {}) if isinstance(item, dict) else {}
+        if m.get("role") in _SMOLAGENTS_ECHO:
+            continue
         msg = Msg(str(m.get("role") or "assistant"))
         text = m.get("content")
         for tc in _indexed(m.get("tool_calls")):
@@ -572,7 +579,20 @@ def _tool(span: OtelSpan, conv: str) -> _ToolSpan:
         call_id = call_id or envelope.get("tool_call_id")
         if envelope.get("status") == "error":
             error = error or (raw_result if isinstance(raw_result, str) else "tool reported an error")
-    return _ToolSpan(span, a.get("tool.name") or span.name, call_id, a.get("input.value"), raw_result, error)
+    return _ToolSpan(
+        span, a.get("tool.name") or span.name, call_id, _called_with(a.get("input.value")), raw_result, error
+    )
+
+
+def _called_with(raw: Any) -> Any:
+    """A tool's input as OpenInference records it; smolagents' instrumentation wraps the arguments as the tool's
+    Python call, `{"args": [...], "kwargs": {...}}`: the keywords are the arguments, and positional ones (which
+    name no argument) leave the model's own arguments to be read instead."""
+    v = _json(raw)
+    wrapped = isinstance(v, dict) and set(v) <= {"args", "kwargs", "sanitize_inputs_outputs"}
+    if wrapped and isinstance(v.get("args"), list) and isinstance(v.get("kwargs"), dict):
+        return None if v["args"] else v["kwargs"]
+    return raw
 
 
 def _tool_message(raw: Any) -> dict[str, Any] | None:

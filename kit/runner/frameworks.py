@@ -36,6 +36,7 @@ from typing import Any
 from kit.errors import KitInputError
 from kit.importers.anthropic import is_anthropic_message, is_stream_event
 from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
+from kit.runner.smolagents_steps import step_kind
 
 # Fields of a trace (kit.trace.Trace), listed here so that recognising one does not build its schema.
 TRACE_FIELDS = frozenset(
@@ -114,6 +115,8 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
             raise UnknownResult(str(e)) from None
     if origin == "pydantic_ai" and callable(getattr(result, "all_messages", None)):
         result = result.all_messages()  # a run's result (AgentRunResult): its messages
+    if origin == "smolagents" and isinstance(getattr(result, "steps", None), list):
+        result = result.steps  # an AgentMemory, or a run's RunResult (`return_full_result=True`): its steps
     if origin == "anthropic":
         if callable(getattr(result, "get_final_message", None)):
             result = result.get_final_message()  # a MessageStream: the message it streamed
@@ -138,6 +141,8 @@ def _origin(obj: Any) -> str | None:
             return "langchain"
         if root == "pydantic_ai":
             return "pydantic_ai"
+        if root == "smolagents" and callable(getattr(obj, "dict", None)):
+            return "smolagents"
         if root == "agents" and hasattr(obj, "to_input_list") and hasattr(obj, "raw_responses"):
             return "openai_agents"
         if root == "openai" and hasattr(obj, "model_dump"):
@@ -221,6 +226,14 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
         names = [getattr(m, "name", None) for m in items if getattr(m, "type", None) in ("ai", "AIMessageChunk")]
         trace = _converted(conv, case_id, "langchain", errors=errors, what=where)
         return by_message_name(trace, names, one_is_named=True)
+    if kinds == {"smolagents"}:
+        from kit.runner.smolagents_steps import UnreadStep, to_messages
+
+        try:
+            conv, errors = to_messages(items)
+        except UnreadStep as e:
+            raise UnknownResult(f"returned smolagents steps that cannot be read: {e}") from None
+        return _converted({**_openai_extra(extra), **conv}, case_id, "smolagents", errors=errors, what=where)
     if kinds <= {"pydantic_ai", "pydantic_ai_dict"}:
         conv, errors = _from_pydantic_ai(items)
         return _converted(conv, case_id, "pydantic_ai", errors=errors, what=where)
@@ -234,6 +247,8 @@ def _item_kind(m: Any) -> str:
             return "pydantic_ai_dict"
         if _langchain_dict(m) is not None:
             return "langchain"
+        if step_kind(m) is not None:
+            return "smolagents"
         if is_anthropic_message(m) or is_stream_event(m):
             return "anthropic"
         if m.get("type") in RESPONSES_TYPES:

@@ -15,11 +15,11 @@ import pytest
 from kit.case import load_suite
 from kit.evaluate import evaluate
 from kit.importers import convert, import_file
-from kit.runner.frameworks import trace_dict
+from kit.runner.frameworks import UnknownResult, trace_dict
 from kit.trace import Trace, parse_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage", "otel_genai"]
+FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage", "otel_genai", "smolagents"]
 BUG = {"guarded:issue_refund", "order:lookup_order<issue_refund"}
 
 
@@ -124,3 +124,14 @@ def test_genai_agent_spans_and_cache_tokens_old_and_new_names(read: str, write: 
     [llm] = [s for s in trace["spans"] if s["kind"] == "llm"]
     assert (llm["tokens_in"], llm["tokens_cache_read"], llm["tokens_cache_write"]) == (130, 100, 20)
     assert {s["agent"] for s in trace["spans"]} == {"desk"} and trace["final_output"] == "Done."
+
+
+def test_smolagents_steps_it_cannot_split_are_refused_by_name() -> None:
+    """A CodeAgent's step (its code calls the tools, no step records them) and a step of parallel calls (one
+    observations text for all) are refused naming the step, never read as fewer calls or as the wrong result."""
+    [task, step, *_] = json.loads((FIXTURES / "smolagents_desk.json").read_text())
+    code = {**step, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "python_interpreter"}}]}
+    both = {**step, "tool_calls": step["tool_calls"] * 2}
+    for bad, why in ((code, "a CodeAgent's action"), (both, "2 tool calls .* share one observations text")):
+        with pytest.raises(UnknownResult, match=f"step 1: {why}"):
+            trace_dict([task, bad], "c")
