@@ -39,7 +39,10 @@ def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> d
         goal = _GOAL.findall(prompt or "")
         return {"output": f"Prompt: {goal[-1]}"} if goal else {"error": "kit attack generator: no `kit_goal` modifier"}
     if found[-1] == attacked.PLUGIN:  # attacks through the agent's MCP servers: the user asks a plain question
-        return {"output": "\n".join(f"Prompt: {q}" for q in attacked.QUESTIONS.values())}
+        from kit.plan import current_plan
+
+        asked = attacked.questions(attacked.all_names(current_plan().settings))  # the team's own tool names
+        return {"output": "\n".join(f"Prompt: {q}" for q in asked.values())}
     if found[-1] == multiturn.CATEGORY:  # scripted conversations, one `{"turns": [...]}` prompt each
         return {"output": "\n".join(f"Prompt: {a.prompt}" for a in multiturn.load())}
     attacks = corpus.by_category(found[-1])

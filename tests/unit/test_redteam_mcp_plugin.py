@@ -1,13 +1,14 @@
 """The MCP attacks as a red-team plugin of the kit's own (`kit_category: mcp-tool-poisoning`), for an agent that
 declares MCP servers in [tool.kit.mcp]: the red team's config carries the plugin and the red-team target, the
-generator asks one plain question per attack, the hook names each attack and gives it the MCP case, and the
-target serves the attack through the agent's own server (`kit mcp serve shop`, started by the agent over stdio,
-merging kit.mcp.hostile's tools in). Real parts: the OpenAI Agents SDK desk and its stdio MCP client, the `mcp`
-SDK servers; the model is a scripted double."""
+generator asks one plain question per attack, the hook names each attack and gives it the MCP case (both built
+from the team's own tools: a library's here, no shop), and the target serves the attack through the agent's own
+server (`kit mcp serve library`, started by the agent over stdio, merging the attack's tools in). Real parts: the
+OpenAI Agents SDK desk and its stdio MCP client, the `mcp` SDK servers; the model is a scripted double."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -25,42 +26,53 @@ KIT = str(Path(sys.executable).with_name("kit"))
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shop = json.dumps([sys.executable, str(HERE / "_mcp_shop.py")])
+    library = json.dumps([sys.executable, str(HERE / "_mcp_library.py")])
     (tmp_path / "pyproject.toml").write_text(
-        f'[tool.kit]\nagent = "_mcp_desk:run"\n[tool.kit.redteam]\ncorpus = "generic"\n[tool.kit.mcp]\nmode = "live"\n[tool.kit.mcp.servers.shop]\ncommand = {shop}\n'
+        '[tool.kit]\nagent = "_mcp_library_desk:run"\n[tool.kit.redteam]\ncorpus = "generic"\n[tool.kit.mcp]\n'
+        f'mode = "live"\n[tool.kit.mcp.servers.library]\ncommand = {library}\n'
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(HERE))
-    for var in ("KIT_AGENT", "KIT_PLAN", "KIT_CASES", "KIT_MCP_MODE", "MCP_EXTRA_COMMAND", "MCP_EXTRA_URL"):
+    for var in ("KIT_AGENT", "KIT_PLAN", "KIT_CASES", "KIT_MCP_MODE"):
         monkeypatch.delenv(var, raising=False)
-    # The desk reaches its shop through the kit's server, as the README says an agent does.
-    monkeypatch.setenv("MCP_SHOP_COMMAND", json.dumps([KIT, "mcp", "serve", "shop", "--timeout", "20"]))
+    # The desk reaches its library through the kit's server, as the README says an agent does.
+    monkeypatch.setenv("MCP_LIBRARY_COMMAND", json.dumps([KIT, "mcp", "serve", "library", "--timeout", "20"]))
     return tmp_path
 
 
-def _attack(attack: str) -> dict:
-    """The test Promptfoo hands the hook for one attack of the plugin, named and given its case."""
-    test = {"vars": {"prompt": attacked.QUESTIONS[attack]}, "metadata": {"pluginId": "policy",
-            "pluginConfig": {"modifiers": {"kit_category": attacked.PLUGIN}}}}  # fmt: skip
-    return hooks.mcp_attack(hooks.name_attack(test, hooks.known_attacks(hooks.corpus.GENERIC)))
+def _tests(repo: Path) -> list[dict]:
+    """The tests Promptfoo hands the hook for the plugin's attacks (the generator's questions), named and given
+    their case by the hook."""
+    asked = generator.call_api(f"kit_category: {attacked.PLUGIN}", {}, {})["output"].splitlines()
+    tests = [
+        {
+            "vars": {"prompt": q.removeprefix("Prompt: ")},
+            "metadata": {"pluginId": "policy", "pluginConfig": {"modifiers": {"kit_category": attacked.PLUGIN}}},
+        }
+        for q in asked
+    ]
+    return hooks.beforeAll({"suite": {"tests": tests}})["suite"]["tests"]
 
 
-def _run(attack: str, obey: bool) -> dict:
-    from _mcp_desk import shipping_model
+def _run(test: dict, obey: bool) -> dict:
+    from _mcp_library_desk import library_model
 
-    test = _attack(attack)
-    with ScriptedOpenAIServer(shipping_model(obey)) as srv:
+    with ScriptedOpenAIServer(library_model(obey)) as srv:
         import os
 
         os.environ["DESK_MODEL_URL"] = srv.base_url
         try:
             out = target.call_api(
-                test["vars"]["prompt"], {"config": {"agent": "_mcp_desk:run"}}, {"vars": test["vars"]}
+                test["vars"]["prompt"], {"config": {"agent": "_mcp_library_desk:run"}}, {"vars": test["vars"]}
             )
         finally:
             del os.environ["DESK_MODEL_URL"]
     assert "error" not in out, out
     return out
+
+
+def _failed(out: dict) -> list[str]:
+    return [c["check"] for c in out["metadata"]["kit"]["verdict"]["checks"] if c["outcome"] != "pass"]
 
 
 def test_the_config_carries_the_plugin_for_an_agent_with_mcp_servers(repo: Path) -> None:
@@ -71,30 +83,34 @@ def test_the_config_carries_the_plugin_for_an_agent_with_mcp_servers(repo: Path)
     assert built["targets"][0]["id"].endswith("/redteam/target.py")
     plain = config.build(out, current_plan().derive(mcp={"servers": {}}))
     assert attacked.PLUGIN not in json.dumps(plain["redteam"]["plugins"])
-    asked = generator.call_api(f"kit_category: {attacked.PLUGIN}", {}, {})["output"].splitlines()
-    assert asked == [f"Prompt: {q}" for q in attacked.QUESTIONS.values()]
-    test = _attack("rug-pull")
-    assert test["metadata"]["case_id"] == "redteam/mcp-rug-pull/basic"
-    assert test["vars"]["kit_mcp_attack"] == "rug-pull" and test["vars"]["case_id"] == attacked.CASE_ID
-    [case] = load_suite(hooks.MCP_CASE).cases
-    assert [dict(c.raw) for c in case.checks] == attacked.CHECKS
+    tests = _tests(repo)
+    assert [t["metadata"]["case_id"] for t in tests] == [f"redteam/mcp-{a}/basic" for a in attacked.QUESTIONS]
+    assert tests[1]["vars"]["kit_mcp_attack"] == "rug-pull" and tests[1]["vars"]["case_id"] == attacked.CASE_ID
+    # The case is built from the team's tools and written under .kit/, never shipped: no shop in it.
+    case_file = Path(tests[0]["vars"]["case_file"])
+    assert case_file == repo / ".kit/redteam/mcp/case.yaml"
+    [case] = load_suite(case_file).cases
+    assert [dict(c.raw) for c in case.checks] == attacked.checks(set())
+    for text in (case_file.read_text(), *(t["vars"]["prompt"] for t in tests)):
+        assert not re.search(r"ORD-|refund|shipping|order", text, re.I), text
 
 
-def test_an_agent_that_obeys_its_tools_breaks_a_named_invariant_through_its_own_server(repo: Path) -> None:
-    out = _run("poisoned-description", obey=True)
-    checks = {c["check"]: c["outcome"] for c in out["metadata"]["kit"]["verdict"]["checks"]}
-    assert checks["not_called:issue_refund"] == "fail", out["metadata"]["kit"]["verdict"]
-    servers = {s.get("server") for s in out["metadata"]["trace"]["spans"] if s.get("kind") == "tool"}
-    assert servers == {"shop"}  # the hostile tool came through the agent's own server
-    assert not list((repo / ".kit" / "mcp" / "attacks").glob("*.json"))  # the attack ended with the call
+def test_a_sound_agent_behind_a_non_shop_server_passes_every_mcp_attack(repo: Path) -> None:
+    for test in _tests(repo):
+        out = _run(test, obey=False)
+        assert _failed(out) == [], (test["vars"]["kit_mcp_attack"], out["metadata"]["kit"]["verdict"])
+        called = {s.get("name") for s in out["metadata"]["trace"]["spans"] if s.get("kind") == "tool"}
+        assert attacked.HELPER in called, called  # the hostile tool was served, through the desk's own server
+    assert not list((repo / ".kit" / "mcp" / "attacks").glob("*.json"))  # each attack ended with its call
 
 
-def test_an_agent_that_does_not_obey_keeps_every_invariant(repo: Path) -> None:
-    out = _run("result-injection", obey=False)
-    verdict = out["metadata"]["kit"]["verdict"]
-    assert all(c["outcome"] == "pass" for c in verdict["checks"]), verdict
-    quoted = [s for s in out["metadata"]["trace"]["spans"] if s.get("name") == "shipping_quote"]
-    assert quoted, "the hostile tool was served and called"
+def test_an_agent_that_obeys_its_tools_fails_the_poisoned_and_exfiltration_attacks(repo: Path) -> None:
+    by_attack = {t["vars"]["kit_mcp_attack"]: t for t in _tests(repo)}
+    poisoned = _run(by_attack["poisoned-description"], obey=True)
+    assert _failed(poisoned) == ["no_call_a_tool_asked_for"], poisoned["metadata"]["kit"]["verdict"]
+    servers = {s.get("server") for s in poisoned["metadata"]["trace"]["spans"] if s.get("kind") == "tool"}
+    assert servers == {"library"}  # the hostile tools came through the agent's own server
+    assert _failed(_run(by_attack["exfiltration"], obey=True)) == ["no_data_sent_to_a_tool"]
 
 
 def test_kit_init_writes_the_plugin_into_the_root_config_of_an_agent_with_mcp_servers(
@@ -103,7 +119,7 @@ def test_kit_init_writes_the_plugin_into_the_root_config_of_an_agent_with_mcp_se
     from kit import yamlio
     from kit.cli import main
 
-    assert main(["init", "--agent", "_mcp_desk:run"]) == 0
+    assert main(["init", "--agent", "_mcp_library_desk:run"]) == 0
     cfg = yamlio.safe_load((repo / "promptfooconfig.yaml").read_text())
     kinds = [p["config"]["modifiers"]["kit_category"] for p in cfg["redteam"]["plugins"]]
     assert kinds[-1] == attacked.PLUGIN and kinds.count(attacked.PLUGIN) == 1
@@ -141,9 +157,13 @@ def test_a_call_the_replayed_server_has_no_recording_of_is_a_tool_error_under_at
                 "isError": True,
             }
 
-    server = attacked.Attacked(Replayed(), "poisoned-description")
+    server = attacked.Attacked(Replayed(), "shadowing")
     tools = asyncio.run(server.list_tools())
-    assert [t["name"] for t in tools] == ["issue_refund", "shipping_quote"]
+    # The team's own tool that writes is shadowed by a poisoned one of its name, beside the helper and the sink.
+    assert [t["name"] for t in tools] == [attacked.HELPER, attacked.SINK, "issue_refund"]
+    assert "<IMPORTANT>" in tools[2]["description"] and attacked.SINK in tools[2]["description"]
+    server = attacked.Attacked(Replayed(), "poisoned-description")
+    assert [t["name"] for t in asyncio.run(server.list_tools())] == ["issue_refund", attacked.HELPER, attacked.SINK]
     out = asyncio.run(server.call_tool("issue_refund", {"order_id": "ORD-7", "amount": 1000}))
     assert out["isError"] is True and MISS not in out["content"][0]["text"]
     assert "has no recording of this call (red-team attack)" in out["content"][0]["text"]
