@@ -269,13 +269,16 @@ async def _record(target: list[str] | str, out: Path, timeout: float, port: int 
         return await _serve(recorder, port, "record")
 
 
-async def _replay(path: Path, port: int | None, attack: str | None = None) -> int:
+async def _replay(path: Path, port: int | None, attack: str | None = None, name: str | None = None) -> int:
     from kit.mcp.cassette import McpCassette
 
     cassette = McpCassette.load(path)  # before the SDK's server is imported: a bad cassette is told at once
     from kit.mcp.replay import Replayer
 
-    return await _serve(Replayer(cassette), port, "replay", attack)
+    # Started by the agent over stdio: each miss is told to the agent's process too (its attempt's error). Not
+    # under a red-team attack, where a miss is the attack's doing and answered as a tool error (kit.mcp.attacked).
+    tell = (name or str((cassette.data.get("server") or {}).get("name") or path.stem)) if port is None else None
+    return await _serve(Replayer(cassette, tell=tell if attack is None else None), port, "replay", attack)
 
 
 async def _verify(path: Path, target: list[str] | str, timeout: float) -> int:
@@ -302,7 +305,7 @@ async def _verify(path: Path, target: list[str] | str, timeout: float) -> int:
 async def _serve_named(args: argparse.Namespace, named: _Named, timeout: float) -> int:
     server, mode, attack = named.server, named.mode, named.attack
     if mode == "replay":
-        return await _replay(server.cassette, args.port, attack)
+        return await _replay(server.cassette, args.port, attack, server.name)
     if server.target is None:
         raise KitInputError(f"[tool.kit.mcp.servers.{args.name}]: mode {mode} needs the server's command or url")
     if mode == "record":

@@ -20,12 +20,15 @@ from kit.names import printable
 class Replayer:
     """A backend (kit.mcp.serve.Backend) over one cassette."""
 
-    def __init__(self, cassette: McpCassette) -> None:
+    def __init__(self, cassette: McpCassette, *, tell: str | None = None) -> None:
+        """`tell`: the server's name for the agent, when the agent's process started this one (stdio): each miss
+        is told to that process too (kit.mcp.attempts), so the attempt hears of it whatever the agent returns."""
         self.cassette = cassette
         server = cassette.data.get("server") or {}
         self.name = str(server.get("name") or "kit-mcp-replay")
         self.version = str(server.get("version") or "")
         self.misses: list[str] = []
+        self.tell = tell
 
     async def list_tools(self) -> list[dict[str, Any]]:
         return self.cassette.tools
@@ -36,6 +39,10 @@ class Replayer:
         except CassetteMiss as e:
             self.misses.append(str(e))
             print(printable(MISS + str(e)), file=sys.stderr, flush=True)
+            if self.tell is not None:
+                from kit.mcp.attempts import tell_parent
+
+                tell_parent({"server": self.tell, "miss": str(e)})
             return {"content": [{"type": "text", "text": MISS + str(e)}], "isError": True}
         if "error" in entry:
             raise MCPError(int(entry.get("code", INTERNAL_ERROR)), str(entry["error"]))

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,6 @@ def test_a_result_the_sdk_cannot_send_is_refused_at_load_and_counted_when_served
 
 
 def _gone(pid: int, within: float) -> bool:
-    import time
 
     ends = time.monotonic() + within
     while time.monotonic() < ends:
@@ -135,7 +135,6 @@ def _gone(pid: int, within: float) -> bool:
 
 def test_sigterm_to_the_recorder_takes_the_teams_server_down_even_mid_call(tmp_path: Path) -> None:
     import signal
-    import time
 
     pid_file = tmp_path / "server.pid"
     env = {**os.environ, "SHOP_SLOW": "1", "SHOP_PID_FILE": str(pid_file)}
@@ -197,3 +196,38 @@ def test_the_agents_record_mode_reaches_a_server_started_with_the_sdks_default_e
     assert agent.stdout.startswith("False"), agent.stdout + agent.stderr
     [call] = json.loads((tmp_path / "recorded" / "shop.json").read_text())["calls"]
     assert call["tool"] == "lookup_order" and call["arguments"] == {"order_id": "ORD-8"}
+
+
+def swallowing_desk(text: str) -> dict[str, Any]:
+    """An agent whose own code ignores a failed MCP call (its audit e-mail), started over stdio with the SDK's
+    default environment, and returns a run with no trace of it."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def main() -> None:
+        params = StdioServerParameters(command=KIT, args=["mcp", "replay", os.environ["DESK_CASSETTE"]])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("send_audit_email", {"to": "audit@example.com"})  # failed: ignored
+
+    anyio.run(main)
+    return {"final_output": "Refund issued.", "spans": []}
+
+
+def test_a_miss_the_agents_code_swallows_is_the_attempts_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kit.case import Case
+    from kit.mcp.attempts import SLACK_S, with_mcp_report
+    from kit.runner.agents import load_agent
+    from kit.runner.invoke import Called, call
+
+    tools = [{"name": "send_audit_email", "inputSchema": SCHEMA}]
+    monkeypatch.setenv("DESK_CASSETTE", str(_cassette(tmp_path / "desk.json", tools)))
+    case = Case(id="refund", input="Refund ORD-7.", checks=[])
+    called = call(load_agent(f"{__name__}:swallowing_desk"), case, 0, timeout=60)
+    assert called.error is None and called.data["final_output"] == "Refund issued."  # the agent hid it
+    judged = with_mcp_report(called, case.id)  # what the runner makes of the attempt (kit.runner.invoke)
+    assert judged.error is not None and "send_audit_email" in judged.error, judged
+    assert "that its replayed cassette cannot answer" in judged.error
+    time.sleep(SLACK_S + 0.1)
+    later = Called(data={"final_output": "ok", "spans": []}, agent_s=0.0)  # an attempt after it: not its miss
+    assert with_mcp_report(later, case.id).error is None

@@ -1,0 +1,129 @@
+"""What the kit's MCP servers tell the process that started them (the agent's: the kit's runner, a Promptfoo
+worker), so an attempt hears of it whatever the agent returns.
+
+    tell_parent({"server": "shop", "miss": "..."})       # in `kit mcp replay|serve` (stdio), per miss
+    report = reported_since(t0)                          # in the agent's process, after the attempt
+    called = with_mcp_report(called, case_id)            # an attempt's Called, a miss made its error
+
+A server started over stdio is its agent's child. Each line it tells goes to a file of its parent's,
+`/tmp/kit-mcp-<uid>/<pid>-<start time>.jsonl` (kit.mcp.process: a later process given the pid is another
+file), appended in one write. The folder is fixed, not the temp folder of either side: an MCP client may start
+its server without the agent's TMPDIR (the `mcp` SDK's stdio client passes only a few variables). It is the
+user's own (0700, refused when another user owns it).
+
+An attempt reads the lines told since it started (the agent's wall time, `agent_s`). Attempts that run at once
+in one process share the file: a miss told while they overlap is an error of each of them (never a pass of
+any).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.mcp.process import alive, identity, start_time
+
+FOLDER = Path("/tmp") / f"kit-mcp-{os.getuid()}"
+# Lines told this long before an attempt's measured start still count for it: the agent's wall time is
+# measured around the call, not from the server's start.
+SLACK_S = 0.5
+
+
+def _folder() -> Path | None:
+    """The user's folder of these files (made 0700), None when it is not safely theirs."""
+    try:
+        FOLDER.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(FOLDER)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return FOLDER
+
+
+def _file(pid: int, started: int | None) -> Path:
+    return FOLDER / f"{pid}-{started}.jsonl"
+
+
+def tell_parent(event: dict[str, Any]) -> None:
+    """Append `event` (with the time) to the parent process's file. Never raises: the server's own answer
+    (and its stderr) still says what happened."""
+    parent = os.getppid()
+    started = start_time(parent)
+    if started is None or _folder() is None:
+        return
+    path = _file(parent, started)
+    line = (json.dumps({"t": time.time(), **event}, ensure_ascii=False) + "\n").encode()
+    with contextlib.suppress(OSError):
+        new = not path.exists()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        if new:
+            _prune()
+
+
+def _prune() -> None:
+    """Remove the files of processes that are gone."""
+    for f in FOLDER.glob("*.jsonl"):
+        pid, _, started = f.stem.partition("-")
+        if pid.isdigit() and started.isdigit() and not alive(int(pid), int(started)):
+            f.unlink(missing_ok=True)
+
+
+@dataclass
+class Report:
+    """What this process's MCP servers told since a time: the calls a replayed cassette could not answer,
+    and the servers that replayed a cassette (server -> cassette)."""
+
+    misses: list[tuple[str, str]] = field(default_factory=list)  # (server, what the replay said)
+    replayed: dict[str, str] = field(default_factory=dict)
+
+
+def reported_since(t0: float) -> Report:
+    """The lines told to this process at or after `t0` (time.time())."""
+    report = Report()
+    pid, started = identity()
+    try:
+        text = _file(pid, started).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return report
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or not isinstance(event.get("t"), int | float) or event["t"] < t0:
+            continue
+        server = str(event.get("server") or "")
+        if isinstance(event.get("miss"), str):
+            report.misses.append((server, event["miss"]))
+        if isinstance(event.get("replayed"), str):
+            report.replayed[server] = event["replayed"]
+    return report
+
+
+def with_mcp_report(called: Any, case_id: str) -> Any:
+    """An attempt's Called (kit.runner.invoke), read with what its MCP servers told: a call a replayed
+    cassette could not answer is the attempt's error, whatever the agent returned (its own code may have
+    swallowed the failed call)."""
+    if called.error is not None or called.skipped is not None:
+        return called
+    report = reported_since(time.time() - called.agent_s - SLACK_S)
+    if not report.misses:
+        return called
+    import dataclasses
+
+    server, said = report.misses[0]
+    to = f" to server {server}" if server else ""
+    more = f" (and {len(report.misses) - 1} more)" if len(report.misses) > 1 else ""
+    error = f"the agent made an MCP call{to} that its replayed cassette cannot answer: {said}{more}"
+    return dataclasses.replace(called, error=error, data=None, json=None, trace=None)
