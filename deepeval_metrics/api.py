@@ -25,13 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
-from deepeval_metrics.runner import cost, plan, run_case
-from kit.case import Case, Suite, load_suite
+from deepeval_metrics.runner import cost, plan, plan_for, run_case
+from kit.case import Case, Suite
 from kit.errors import KitInputError
 from kit.judge.rubrics import RubricSet, load_rubrics
-from kit.plan import suite_invariants
-from kit.runner import invoke
-from kit.runner.agents import Agent, load_agent
+from kit.runner.agents import Agent
 from kit.trace import Trace, parse_trace
 
 
@@ -46,7 +44,7 @@ def load_cases(path: str | Path | None = None) -> Suite:
     """
     if path is None:
         return plan().suite
-    return load_suite(path, suite_invariants(plan().settings, path))
+    return plan().derive(cases=path).suite
 
 
 def case_params(suite: Suite) -> list[Any]:
@@ -66,7 +64,7 @@ def which_agent(spec: str | None = None) -> Agent:
     spec: `module:callable` (the module is found from the project root, no PYTHONPATH needed); None: the
     plan's agent (the settings' `agent`, else the kit's reference agent).
     """
-    return load_agent(spec) if spec else plan().agent
+    return plan_for(spec).agent
 
 
 def run_agent(
@@ -87,12 +85,13 @@ def run_agent(
     """
     if agent is None and timeout is None:
         run = run_case(case, attempt)  # the plan's run: the one every front end makes
-        spent = cost(run)
+        spent, label = cost(run), plan().agent_name
     else:
-        chosen = agent if isinstance(agent, Agent) else which_agent(agent)
-        run = invoke(chosen, case, attempt, timeout=timeout if timeout is not None else plan().timeout)
+        own = plan_for(agent, timeout)  # the agent resolved as the plan resolves it, labelled as it is stored
+        run = own.run_live(case, attempt)
         spent = {"agent_calls": 1 + run.retries, "retries": run.retries, "agent_s": run.agent_s, "kit_s": run.kit_s}
-    log = CaseLog(case, attempt, cost=spent)  # the store counts this stage's agent calls from it
+        label = own.agent_name
+    log = CaseLog(case, attempt, cost=spent, agent=label)  # the store counts this stage's agent calls from it
     if run.case_run.skipped is not None:
         log.skipped = run.case_run.skipped
     elif run.trace is None:

@@ -38,15 +38,16 @@ def main() -> int:
     quiet_offline()
     from deepeval_metrics.rubric_metric import geval_sample, sampled_verdict
     from kit.errors import KitInputError
-    from kit.judge import NO_JUDGE_REASON, judge_config
+    from kit.judge import NO_JUDGE_REASON
     from kit.judge.rubrics import load_rubrics
+    from kit.plan import current_plan
 
     try:
         request = json.loads(sys.stdin.read())
         rubrics = {r.name: r for r in load_rubrics(request["rubrics"]).rubrics}
         samples = int(request["samples"])
         items = list(request["items"])
-        judge = judge_config()
+        judge = current_plan().judge  # the plan `kit calibrate` handed over (KIT_PLAN)
     except KitInputError as e:
         print(f"calibrate: {e}", file=sys.stderr)
         return 2

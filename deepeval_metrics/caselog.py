@@ -50,6 +50,7 @@ class CaseLog:
     error: str | None = None
     skipped: str | None = None  # the run could not take place (no user model for a simulated user)
     recorded: bool = False  # stored already (deepeval_metrics.pytest_plugin stores each log once)
+    agent: str | None = None  # the label of the agent that ran (run_agent): a session stores one agent's runs
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:

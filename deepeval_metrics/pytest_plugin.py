@@ -35,19 +35,20 @@ from deepeval.utils import get_is_running_deepeval  # noqa: E402
 
 from deepeval_metrics import caselog, evaluated  # noqa: E402
 from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
-from deepeval_metrics.runner import plan  # noqa: E402
+from deepeval_metrics.runner import adopt, plan  # noqa: E402
 from deepeval_metrics.session import EvalSession  # noqa: E402
-from kit.gate.policy import load_policy  # noqa: E402
 
 __all__ = [
     "kit_session",
     "pytest_configure",
+    "pytest_configure_node",
     "pytest_report_header",
     "pytest_runtest_call",
     "pytest_sessionfinish",
 ]
 
 _SESSION: EvalSession | None = None
+WORKER_PLAN = "kit_plan"  # the key of the plan document in an xdist worker's workerinput
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -62,6 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
         set_backend(NoopBackend())
     distributed = _is_worker(config) or getattr(config.option, "dist", "no") not in (None, "no")
     pin_deepeval_io(distributed=distributed)
+    handed = getattr(config, "workerinput", {}).get(WORKER_PLAN)
+    if handed:  # an xdist worker: the controller's plan, with the run id its session started
+        adopt(handed)
     judge = plan().judge
     # A session that calls the agent imports it now (one that cannot be imported stops the session here,
     # named); one that judges recorded runs never imports it.
@@ -81,6 +85,13 @@ def pytest_configure(config: pytest.Config) -> None:
             "runner": "deepeval test run" if get_is_running_deepeval() else "pytest",
         },
     )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: each worker gets the controller's plan document (its run id in it), so it joins that run."""
+    if _SESSION is not None and _SESSION.document:
+        node.workerinput[WORKER_PLAN] = _SESSION.document
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -119,9 +130,8 @@ def kit_session() -> EvalSession:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _SESSION is None or _is_worker(session.config):
         return
-    gates = plan().settings.gates
     try:
-        floors = _SESSION.floors(load_policy(gates)) if gates.exists() else []
+        floors = _SESSION.floors(plan().gate_policy) if plan().settings.gates.exists() else []
     except Exception as exc:  # the hard-gate verdict must still stand if the store cannot be read
         print(f"\nkit: could not read soft gates from {_SESSION.store.path}: {exc}")
         floors = []

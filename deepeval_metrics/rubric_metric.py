@@ -26,7 +26,6 @@ from deepeval.test_case import LLMTestCase, SingleTurnParams
 from deepeval_metrics.caselog import CaseLog, SoftVerdict
 from deepeval_metrics.judge_model import JudgeError, KitJudgeModel
 from kit.case import Case
-from kit.gate.policy import judge_samples
 from kit.judge import NO_JUDGE_REASON, JudgeCall, JudgeConfig, majority
 from kit.judge.rubrics import Rubric, RubricSet, case_context, retrieved
 
@@ -40,8 +39,10 @@ Sample = Callable[[KitJudgeModel], tuple[float | None, str]]
 
 @cache
 def _configured_samples() -> int:
-    """gates.yaml's `judge.samples`, read once per process."""
-    return judge_samples()
+    """The plan's gates' `judge.samples`, read once per process."""
+    from deepeval_metrics.runner import plan
+
+    return plan().gate_policy.judge.samples
 
 
 def soft_gate_fields(

@@ -8,17 +8,40 @@ cassettes too."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from kit.case import Case
 from kit.plan import Plan, current_plan
 from kit.runner import Invocation
+from kit.runner.agents import Agent
+
+_HANDED: list[str] = []  # the plan document an xdist controller handed this worker (`adopt`)
 
 
 @functools.cache
 def plan() -> Plan:
-    """The plan of this process, read once (a DeepEval session is one run): the plan document `make evals`
-    hands over (KIT_PLAN), else the settings'."""
-    return current_plan()
+    """The plan of this process, read once (a DeepEval session is one run): the one its xdist controller
+    handed it, else the plan document `make evals` hands over (KIT_PLAN), else the settings'."""
+    return current_plan(document=_HANDED[0]) if _HANDED else current_plan()
+
+
+def adopt(document: str) -> Plan:
+    """This process runs the plan document its controller wrote (an xdist worker joins its controller's run,
+    whose id the document carries)."""
+    _HANDED[:] = [document]
+    plan.cache_clear()
+    return plan()
+
+
+def plan_for(agent: Agent | str | None = None, timeout: float | None = None) -> Plan:
+    """The plan a call names: this process's, for `agent` (an Agent, or `module:callable` resolved as the
+    settings' agent is) and under `timeout` seconds when given."""
+    chosen = plan()
+    if isinstance(agent, Agent):
+        chosen = replace(chosen, chosen=agent)
+    elif agent:
+        chosen = current_plan(agent=agent, document=_HANDED[0] if _HANDED else None)
+    return chosen.derive(agent_timeout=timeout) if timeout is not None else chosen
 
 
 def cost(run: Invocation) -> dict[str, float | int]:

@@ -4,21 +4,32 @@ finish the run. Works the same under `deepeval test run` and plain pytest, with 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from deepeval_metrics.caselog import CaseLog
+from kit.errors import KitInputError
 from kit.gate.policy import GatePolicy
 from kit.gate.rules import RunRules
 from kit.gate.verdict import SoftFloor, soft_floors
-from kit.plan import Plan, trace_model
+from kit.plan import PLAN_ENV, Plan, trace_model
 from kit.store import Store, new_run_id, open_store
 from kit.store.queries import soft_gates
 
 
 class EvalSession:
-    def __init__(self, store: Store, run_id: str, *, owner: bool, rules: RunRules | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        *,
+        owner: bool,
+        rules: RunRules | None = None,
+        document: str | None = None,
+        agent: str | None = None,
+    ) -> None:
         self.store = store
+        self.document = document  # the plan document naming this run (the owner's), for its workers
+        self.agent = agent  # the agent label the run is stored under
         self.run_id = run_id
         self.owner = owner  # only the process that started the run finishes it
         self.rules = rules  # what the run is held to, recorded with it (kit.gate.rules)
@@ -44,12 +55,13 @@ class EvalSession:
         if worker:
             if not plan.settings.run_id:
                 raise RuntimeError("an xdist worker's plan has no run id: the controller did not start a run")
-            return cls(store, plan.settings.run_id, owner=False)
+            return cls(store, plan.settings.run_id, owner=False, agent=run.get("agent") or plan.agent_name)
         run_id = plan.settings.run_id or new_run_id(source)
         rules = plan.rules()
         store.start_run(source, run_id=run_id, meta=meta, evals_id=plan.evals_id, rules=rules, **run)
-        os.environ.update(plan.derive(run_id=run_id).env())
-        return cls(store, run_id, owner=True, rules=rules)
+        # The plan with this run's id, for the xdist workers to join (pytest_plugin hands it to each).
+        document = plan.derive(run_id=run_id).env()[PLAN_ENV]
+        return cls(store, run_id, owner=True, rules=rules, document=document, agent=run.get("agent"))
 
     def record(self, log: CaseLog) -> None:
         """Store the log once (the plugin stores, after each test, every log not stored yet)."""
@@ -60,6 +72,11 @@ class EvalSession:
 
     def _record(self, log: CaseLog) -> None:
         """The case's hard verdict (case_results + check_results) and every rubric verdict with its judge call."""
+        if log.agent and self.agent and log.agent != self.agent:
+            raise KitInputError(
+                f"case {log.case.id!r}: run_agent ran {log.agent}, but this session's run is stored as {self.agent}'s "
+                "(one run, one agent): name the agent in the settings ([tool.kit] agent, KIT_AGENT) instead"
+            )
         if self.model is None and log.trace is not None:
             self.model = trace_model(log.trace)
         self.store.record(self.run_id, log.case_run(self.run_id), log.trace, gate="hard")

@@ -351,7 +351,25 @@ def find_upwards(start: Path, *names: str) -> Path | None:
 
 
 def find_invariants_file(start: Path) -> Path | None:
+    """The invariants.yaml beside or above `start` (what `invariants_of` falls back on)."""
     return find_upwards(start, "invariants.yaml", "invariants.yml")
+
+
+def invariants_of(
+    path: str | Path, *, configured: str | Path | None = None, suite: str | Path | None = None
+) -> Path | None:
+    """The invariants the cases of `path` (a case file or folder) expand: the one rule every front end, `kit
+    lint` and `load_suite` follow. A file of the suite (`suite`, default: `path` itself) expands the suite's:
+    the `configured` file (the settings' `invariants`), else the one beside or above the suite. A file outside
+    the suite (a test naming another case file) expands its own, beside or above it, else the suite's."""
+    p = Path(path)
+    if suite is not None:
+        top = Path(suite).resolve()
+        here = p.resolve()
+        if here != top and top not in here.parents:
+            return find_invariants_file(p) or invariants_of(suite, configured=configured)
+        p = Path(suite)
+    return Path(configured) if configured is not None else find_invariants_file(p)
 
 
 def parse_case(
@@ -513,7 +531,7 @@ def load_suite(path: str | Path, invariants_file: str | Path | None = None) -> S
     cases: list[Case] = []
     if not root.exists():
         return Suite([], [KitInputError("no such file or folder", file=str(root))])
-    inv_path = Path(invariants_file) if invariants_file else find_invariants_file(root)
+    inv_path = Path(invariants_file) if invariants_file else invariants_of(root)
     invariants: dict[str, list[CheckSpec]] = {}
     unavailable: dict[str, str] = {}
     invariants_error: str | None = None

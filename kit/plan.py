@@ -35,14 +35,23 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError
-
-from kit.case import Case, Suite, case_files, find_invariants_file, load_suite
-from kit.errors import KitInputError, first_error
+from kit.case import Case, Suite, case_files, invariants_of, load_suite
+from kit.errors import KitInputError
 from kit.runner.agents import Agent, configured_agent, load_agent
 from kit.runner.invoke import Invocation, invoke
 from kit.runner.recorded import replay as replay_run
-from kit.settings import SECRETS, Settings, load_settings, project_root, secrets_from_env
+from kit.settings import (
+    DOCUMENT_VERSION,
+    PLAN_ENV,
+    SECRETS,
+    McpServerSettings,
+    Settings,
+    document_settings,
+    load_settings,
+    project_root,
+    read_document,
+    validated,
+)
 from kit.store.rows import RunKind
 
 if TYPE_CHECKING:
@@ -53,9 +62,6 @@ if TYPE_CHECKING:
 
 # The reference agent's deterministic policy calls no model: its runs say so instead of a model id.
 DETERMINISTIC_MODEL = "deterministic-policy"
-# The variable naming the plan document a subprocess runs under.
-PLAN_ENV = "KIT_PLAN"
-DOCUMENT_VERSION = 1
 # A plan document nobody wrote or used for a week belongs to no running process.
 DOCUMENT_KEEP_S = 7 * 24 * 3600.0
 # The names the kit gives its plan documents: the only files of the folder it ever removes.
@@ -86,7 +92,7 @@ class Plan:
         module may import a whole SDK); one that cannot be imported is a KitInputError naming it, raised here.
         Its model calls are recorded or replayed in this process as the plan's `recordings` say."""
         self.install_recordings()
-        return self.chosen if isinstance(self.chosen, Agent) else load_agent(self.chosen)
+        return self.chosen if isinstance(self.chosen, Agent) else load_agent(self.chosen, self.root)
 
     @cached_property
     def recordings(self) -> Recordings | None:
@@ -125,17 +131,33 @@ class Plan:
 
     @property
     def invariants(self) -> Path | None:
-        """The settings' invariants file, else the one beside or above the cases."""
-        return suite_invariants(self.settings, self.cases)
+        """The invariants the suite's cases expand (kit.case.invariants_of: the settings' file, else the one
+        beside or above the cases)."""
+        return invariants_of(self.cases, configured=self.settings.invariants)
 
     def invariants_for(self, case_file: str | Path) -> Path | None:
-        """The invariants a case file's cases expand: the plan's for a file of its suite (so every front end
-        judges a golden case alike), else the file's own (beside or above it), else the plan's."""
-        p = Path(case_file).resolve()
-        suite = Path(self.cases).resolve()
-        if p == suite or suite in p.parents:
-            return self.invariants
-        return find_invariants_file(p.parent) or self.invariants
+        """The invariants a case file's cases expand (kit.case.invariants_of): the suite's for a file of the
+        suite (so every front end judges a golden case alike), else the file's own, else the suite's."""
+        return invariants_of(case_file, configured=self.settings.invariants, suite=self.cases)
+
+    def case(self, case_file: str | Path, case_id: str) -> Case:
+        """The case `case_id` of `case_file` (relative to the project's folder), its invariants the plan's
+        (`invariants_for`); each file parsed once per version. KitInputError naming the file and the case."""
+        path = Path(case_file)
+        path = path if path.is_absolute() else self.root / path
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            raise KitInputError("no such case file", file=str(case_file), case=case_id) from None
+        invariants = self.invariants_for(path)
+        cases, errors = _case_file(str(path), mtime, str(invariants) if invariants else None)
+        found = cases.get(case_id)
+        if found is None:
+            own = next((e for e in errors if e.case == case_id), None)
+            if own is not None:
+                raise own  # already names the file, the case and the check
+            raise KitInputError("no case with that id", file=str(case_file), case=case_id)
+        return found
 
     @property
     def cases(self) -> Path:
@@ -179,6 +201,16 @@ class Plan:
             origin=origin,
             policy_file=self.settings.gates,
         )
+
+    @property
+    def mcp_servers(self) -> dict[str, McpServerSettings]:
+        """The MCP servers the agent reaches through `kit mcp serve NAME`, by name (the settings' `mcp`)."""
+        return dict(self.settings.mcp.servers)
+
+    @property
+    def prices(self) -> Mapping[str, tuple[float, float]]:
+        """USD per million tokens (input, output) by model id, over genai-prices' (kit.pricing)."""
+        return self.settings.prices
 
     @property
     def rubrics(self) -> Path:
@@ -252,7 +284,7 @@ class Plan:
             merged = self.settings.model_dump() | settings
             if isinstance(settings.get("redteam"), Mapping):
                 merged["redteam"] = self.settings.redteam.model_dump() | dict(settings["redteam"])
-            updated = _validated(merged, where="plan")
+            updated = validated(merged, where="plan")
         else:
             updated = self.settings
         return replace(
@@ -312,12 +344,20 @@ class Plan:
     def env(self) -> dict[str, str]:
         """The plan for a tool started in a subprocess (DeepEval, the Promptfoo eval, the red team): the
         document written under the store's folder (`plans/<hash>.json`) and named by KIT_PLAN, which the
-        subprocess's `current_plan()` reads back as this very plan; beside it the settings as their KIT_*
-        variables (the secrets the document leaves out among them), for a command that reads only settings."""
-        doc = self.document()
-        out = _absolute(self.settings).env()
-        out[PLAN_ENV] = str(write_document(doc, Path(self.store).absolute().parent / "plans"))
+        subprocess's `current_plan()` reads back as this very plan, and the secrets the document leaves out,
+        each in the variable it names. Nothing else: every front end reads the plan, not KIT_* copies."""
+        out = {PLAN_ENV: str(write_document(self.document(), Path(self.store).absolute().parent / "plans"))}
+        for path, var in SECRETS.items():
+            value = _get(self.settings, path)
+            if value:
+                out[var] = str(value)
         return out
+
+
+def child_env(plan: Plan, *, without: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment of a tool this process starts under `plan`: this process's own (the user's PATH,
+    proxies, keys), less `without`, with the plan's (`Plan.env()`) over it."""
+    return {k: v for k, v in os.environ.items() if k not in without} | plan.env()
 
 
 def write_document(doc: Mapping[str, Any], folder: Path) -> Path:
@@ -351,19 +391,6 @@ def _prune(folder: Path) -> None:
                 old.unlink()
 
 
-def read_document(path: str | Path) -> dict[str, Any]:
-    """A plan document from its file (what KIT_PLAN names), or KitInputError naming the file."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise KitInputError(f"{PLAN_ENV}: cannot read the plan document: {e.strerror or e}", file=str(path)) from None
-    except ValueError as e:
-        raise KitInputError(f"{PLAN_ENV}: not a plan document (not JSON: {e})", file=str(path)) from None
-    if not isinstance(doc, dict) or doc.get("version") != DOCUMENT_VERSION or not isinstance(doc.get("settings"), dict):
-        raise KitInputError(f"{PLAN_ENV}: not a plan document of version {DOCUMENT_VERSION}", file=str(path))
-    return doc
-
-
 def plan_from_document(
     doc: Mapping[str, Any], *, env: Mapping[str, str] | None = None, where: str = "plan document"
 ) -> Plan:
@@ -372,7 +399,7 @@ def plan_from_document(
     process's environment). A case file that changed since the plan was made is an error naming it: a
     subprocess never runs other cases than the plan's. A user's agent is imported where first needed
     (`Plan.agent`)."""
-    settings = _document_settings(doc, env, where)
+    settings = document_settings(doc, env, where)
     kind = doc.get("kind") or "golden"
     if kind not in _KINDS:
         raise KitInputError(f"{PLAN_ENV}: unknown run kind {kind!r}", file=where)
@@ -399,24 +426,6 @@ def plan_from_document(
     return plan
 
 
-def _document_settings(doc: Mapping[str, Any], env: Mapping[str, str] | None, where: str) -> Settings:
-    """A document's settings, with the secrets it names taken from the environment."""
-    settings_doc = json.loads(json.dumps(doc["settings"]))  # our own copy to put the secrets in
-    for path, value in secrets_from_env(env).items():
-        _put(settings_doc, path, value)
-    return _validated(settings_doc, where=where)
-
-
-def current_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """The settings this process runs under, without loading its agent (a store hook's `kit ingest`): the
-    plan document's (KIT_PLAN) when set, else load_settings()."""
-    env = os.environ if env is None else env
-    named = (env.get(PLAN_ENV) or "").strip()
-    if not named:
-        return load_settings(env=env)
-    return _document_settings(read_document(named), env, named)
-
-
 def current_plan(
     *,
     agent: str | None = None,
@@ -426,14 +435,16 @@ def current_plan(
     cases: str | Path | None = None,
     reference_ok: bool = True,
     env: Mapping[str, str] | None = None,
+    document: str | Path | None = None,
 ) -> Plan:
     """The plan this process runs: the document KIT_PLAN names when set (a subprocess of `make evals`, or
-    of any front end that exported `Plan.env()`), else `make_plan()` from the settings. What a front end
+    of any front end that exported `Plan.env()`; `document`: this one instead, e.g. the one an xdist
+    controller hands its workers), else `make_plan()` from the settings. What a front end
     adds of its own (a Promptfoo config's `agent`, the control target's `variant`, the run's `kind`, a
     config's `cases`) is applied over it, as `make_plan` applies it. A user's agent is imported where first
     needed (`Plan.agent`): a process that only judges recorded runs never imports it."""
     env = os.environ if env is None else env
-    named = (env.get(PLAN_ENV) or "").strip()
+    named = str(document) if document is not None else (env.get(PLAN_ENV) or "").strip()
     if not named:
         settings = load_settings(env=env)
         return make_plan(
@@ -448,7 +459,10 @@ def current_plan(
         )
     doc = read_document(named)
     base = plan_from_document(doc, env=env, where=named)
-    if agent is None and variant is None and policy is None and cases is None and reference_ok and kind is None:
+    if agent == base.agent_name:  # a config naming the plan's own agent: the plan as it is (one path)
+        agent = None
+    own = reference_ok or not base.reference
+    if agent is None and variant is None and policy is None and cases is None and own and kind is None:
         return base
     return make_plan(
         base.settings,
@@ -508,11 +522,17 @@ def _kit_checkout(settings: Settings) -> bool:
 
 
 def suite_invariants(settings: Settings, cases: str | Path | None = None) -> Path | None:
-    """The invariants a suite's cases expand (every front end, and `kit lint`): the settings' file, else the
-    one beside or above the cases (default: the settings' cases)."""
-    if settings.invariants is not None:
-        return settings.invariants
-    return find_invariants_file(Path(cases if cases is not None else settings.cases))
+    """The invariants a suite's cases expand (kit.case.invariants_of over the settings' file; default cases:
+    the settings')."""
+    return invariants_of(cases if cases is not None else settings.cases, configured=settings.invariants)
+
+
+@lru_cache(maxsize=64)
+def _case_file(path: str, mtime_ns: int, invariants: str | None) -> tuple[dict[str, Case], tuple[KitInputError, ...]]:
+    """Every case of one file, parsed once per (file, version, invariants). The cached `Case` objects are
+    frozen, so no run can change what the next one is judged by."""
+    suite = load_suite(Path(path), invariants_file=invariants)
+    return {c.id: c for c in suite.cases}, tuple(suite.errors)
 
 
 def trace_model(trace: Any) -> str | None:
@@ -569,14 +589,6 @@ def make_plan(
         Path(replay) if replay else None,
         Path(record) if record else None,
     )
-
-
-def _validated(values: Mapping[str, Any], *, where: str) -> Settings:
-    try:
-        return Settings.model_validate(values)
-    except ValidationError as exc:
-        field, msg, _ = first_error(exc)
-        raise KitInputError(f"{PLAN_ENV}: setting {field}: {msg.removeprefix('Value error, ')}", file=where) from None
 
 
 def _absolute(settings: Settings) -> Settings:

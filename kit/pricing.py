@@ -19,11 +19,13 @@ MTOK = 1_000_000
 
 
 def _overrides() -> Mapping[str, tuple[float, float]]:
-    """The project's `[tool.kit.prices]` (model id -> USD per million tokens, input and output)."""
-    from kit.settings import load_settings
+    """The project's `[tool.kit.prices]` (model id -> USD per million tokens, input and output), from the
+    settings this process runs under (kit.settings.current_settings: a trace is priced as the agent's call is
+    read, deep inside a run)."""
+    from kit.settings import current_settings
 
     try:
-        return load_settings().prices
+        return current_settings().prices
     except Exception:  # the settings' own error is reported by whatever runs the agent; pricing adds none
         return {}
 

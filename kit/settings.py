@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -41,6 +42,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 from kit.errors import KitInputError, first_error
 
 PROJECT_FILE = "pyproject.toml"
+# The variable naming the plan document (kit.plan) a subprocess runs under, and that document's version.
+PLAN_ENV = "KIT_PLAN"
+DOCUMENT_VERSION = 1
 
 # The longest an agent call may be given (a day): a larger limit is a slip (1e308 overflowed every timer,
 # making each run an error that blamed the agent).
@@ -227,22 +231,6 @@ class Settings(_Frozen):
     # Where [tool.kit] was read from, None without one: what an error or a report names.
     project_file: Path | None = None
 
-    def env(self) -> dict[str, str]:
-        """These settings as the KIT_* variables, for a tool started in a subprocess (DeepEval, Promptfoo)
-        that reads its settings from the environment."""
-        out: dict[str, str] = {}
-        for var, path in ENV.items():
-            value: Any = self
-            for part in path:
-                value = getattr(value, part)
-            if isinstance(value, tuple):
-                out[var] = ",".join(str(v) for v in value)
-            elif isinstance(value, bool):
-                out[var] = "1" if value else ""
-            elif value is not None:
-                out[var] = str(value)
-        return {k: v for k, v in out.items() if v}
-
 
 # Environment variable -> settings key (a path into the nested object).
 ENV: dict[str, tuple[str, ...]] = {
@@ -389,10 +377,52 @@ def load_settings(
 
 @functools.cache
 def process_settings() -> Settings:
-    """The settings as this process first loaded them, for the limits read deep inside, per check or per
-    write (a regex's time limit, the store lock's wait), where loading them per call would cost more than
-    the call. Everything else loads its settings when it starts (load_settings)."""
-    return load_settings()
+    """The settings this process first ran under (`current_settings()`), for the limits read deep inside, per
+    check or per write (a regex's time limit, the store lock's wait), where reading them per call would cost
+    more than the call. Everything else is handed its plan or its settings."""
+    return current_settings()
+
+
+def current_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings this process runs under: the plan document's when KIT_PLAN names one (a subprocess of
+    `make evals`, or of any front end that exported `Plan.env()`), else load_settings(). The agent is not
+    loaded for them (a store hook's `kit ingest`, the code inside an agent's call)."""
+    env = os.environ if env is None else env
+    named = (env.get(PLAN_ENV) or "").strip()
+    if not named:
+        return load_settings(env=env)
+    return document_settings(read_document(named), env, named)
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A plan document from its file (what KIT_PLAN names), or KitInputError naming the file."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise KitInputError(f"{PLAN_ENV}: cannot read the plan document: {e.strerror or e}", file=str(path)) from None
+    except ValueError as e:
+        raise KitInputError(f"{PLAN_ENV}: not a plan document (not JSON: {e})", file=str(path)) from None
+    if not isinstance(doc, dict) or doc.get("version") != DOCUMENT_VERSION or not isinstance(doc.get("settings"), dict):
+        raise KitInputError(f"{PLAN_ENV}: not a plan document of version {DOCUMENT_VERSION}", file=str(path))
+    return doc
+
+
+def document_settings(doc: Mapping[str, Any], env: Mapping[str, str] | None, where: str) -> Settings:
+    """A plan document's settings, with the secrets it names taken from the environment (default: this
+    process's): a document never holds a secret."""
+    settings_doc = json.loads(json.dumps(doc["settings"]))  # our own copy to put the secrets in
+    for path, value in secrets_from_env(env).items():
+        _put(settings_doc, path, value)
+    return validated(settings_doc, where=where)
+
+
+def validated(values: Mapping[str, Any], *, where: str) -> Settings:
+    """Settings from a plan's values, or KitInputError naming the setting and `where` they came from."""
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        field, msg, _ = first_error(exc)
+        raise KitInputError(f"{PLAN_ENV}: setting {field}: {msg.removeprefix('Value error, ')}", file=where) from None
 
 
 def secrets_from_env(env: Mapping[str, str] | None = None) -> dict[tuple[str, ...], str]:

@@ -7,14 +7,11 @@ validated here once, so the provider and the assertion fail with one clear line 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kit.errors import error_line
-from kit.settings import project_root
 
 
 class KitVars(BaseModel):
@@ -80,49 +77,19 @@ def agent_input(prompt: str) -> str | list[dict[str, str]]:
     return prompt
 
 
-def resolve(path: str, plan: Any = None) -> Path:
-    """A case file a test names, relative to the project root (the plan's, default: this process's)."""
-    p = Path(path)
-    if p.is_absolute():
-        return p
-    if plan is None:
-        from kit.plan import current_plan
-
-        plan = current_plan()
-    return project_root(plan.settings) / p
-
-
-@lru_cache(maxsize=64)
-def _load_file(path: str, mtime_ns: int, invariants: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """Every case of one file, parsed once per (file, version, invariants). The cached `Case` objects are
-    frozen, so no run can change what the next one is judged by."""
-    from kit.case import load_suite
-
-    suite = load_suite(Path(path), invariants_file=invariants)
-    return {c.id: c for c in suite.cases}, tuple(str(e) for e in suite.errors)
-
-
 def load_case(case_file: str, case_id: str, plan: Any = None) -> Any:
-    """The case `case_id` of `case_file` (relative to the project root), its invariants the plan's
-    (`Plan.invariants_for`; default: this process's plan, kit.plan.current_plan), or ValueError naming both."""
+    """The case `case_id` of `case_file` (relative to the project root), as the plan reads it (`Plan.case`;
+    default: this process's plan, kit.plan.current_plan), or ValueError naming both."""
+    from kit.errors import KitInputError
+
     if plan is None:
         from kit.plan import current_plan
 
         plan = current_plan()
-    path = resolve(case_file, plan)
     try:
-        mtime = path.stat().st_mtime_ns
-    except OSError:
-        raise ValueError(f"{case_file}: case '{case_id}': no such case file") from None
-    invariants = plan.invariants_for(path)
-    cases, errors = _load_file(str(path), mtime, str(invariants) if invariants else None)
-    case = cases.get(case_id)
-    if case is None:
-        own = [e for e in errors if f"'{case_id}'" in e]
-        if own:
-            raise ValueError(own[0])  # already names the file, the case and the check
-        raise ValueError(f"{case_file}: case '{case_id}': no case with that id")
-    return case
+        return plan.case(case_file, case_id)
+    except KitInputError as e:
+        raise ValueError(str(e)) from None
 
 
 def request_case(req: KitVars, case: Any, prompt: str) -> Any:

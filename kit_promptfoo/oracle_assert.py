@@ -44,8 +44,8 @@ def _fresh_verdict(trace: dict[str, Any], case_file: str, case_id: str) -> dict[
     return out
 
 
-def _usable(kit: dict[str, Any], trace: dict[str, Any], case_id: str | None) -> bool:
-    if os.environ.get("KIT_PROMPTFOO_RECHECK") == "1" or "verdict" not in kit:
+def _usable(kit: dict[str, Any], trace: dict[str, Any], case_id: str | None, *, recheck: bool) -> bool:
+    if recheck or "verdict" not in kit:
         return False
     from kit_promptfoo.digest import seal
 
@@ -106,7 +106,7 @@ def get_assert(output: Any, context: dict[str, Any]) -> dict[str, Any]:
         return _fail("no trace in the provider's metadata (is the provider providers/agent_provider.py?)")
     if not case_file or not case_id:
         return _fail("no case to judge by: set case_file and case_id in the test's vars or the assertion's config")
-    if _usable(kit, meta["trace"], case_id):
+    if _usable(kit, meta["trace"], case_id, recheck=os.environ.get("KIT_PROMPTFOO_RECHECK") == "1"):
         verdict, where = kit["verdict"], "the provider worker"
     else:
         where = "this assertion"

@@ -17,49 +17,42 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kit.offline import promptfoo_env
-from kit.settings import project_root
-
-ROOT = project_root()
 
 
-def promptfoo_bin(root: Path = ROOT) -> Path:
+def promptfoo_bin(root: Path) -> Path:
     return root / "node_modules" / ".bin" / "promptfoo"
 
 
-def python_for(root: Path = ROOT) -> str:
+def python_for(root: Path) -> str:
     """The project's venv Python if it exists (it has `kit` installed), else the running one."""
     venv = root / ".venv" / "bin" / "python"
     return str(venv) if venv.exists() else sys.executable
 
 
-def offline_env(root: Path = ROOT, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def offline_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
     """The environment Promptfoo must run in (kit.offline): offline flags, state under the project, the
-    project's Python, and node_modules/.bin first on PATH (the Node that package.json pins)."""
-    env = promptfoo_env(root, python_for(root), os.environ if base is None else base)
+    project's Python, and node_modules/.bin first on PATH (the Node that package.json pins), over `base`."""
+    env = promptfoo_env(root, python_for(root), base)
     env["PATH"] = os.pathsep.join([str(root / "node_modules" / ".bin"), env.get("PATH", "")])
     # The Python workers import the project's own modules (a user's agent) from its root.
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), env.get("PYTHONPATH", "")] if p)
     return env
 
 
-def command(args: Sequence[str], root: Path = ROOT) -> list[str]:
+def command(args: Sequence[str], root: Path) -> list[str]:
     return [str(promptfoo_bin(root)), *args]
 
 
-def unnamed_agents(args: Sequence[str], root: Path = ROOT) -> list[str]:
+def unnamed_agents(args: Sequence[str], root: Path, settings_agent: str | None) -> list[str]:
     """The kit's agent providers, in the config that `args` name (`-c FILE`, else promptfooconfig.yaml), that
-    would run no agent: no `agent:` in their config, no `reference: true`, and none in the settings."""
+    would run no agent: no `agent:` in their config, no `reference: true`, and none in the settings
+    (`settings_agent`, the plan's)."""
     import yaml
 
-    from kit.errors import KitInputError
-    from kit.plan import current_settings
     from kit.yamlio import safe_load
 
-    try:
-        if current_settings().agent:  # named: the settings say so, without importing it
-            return []
-    except KitInputError:
-        return []  # the provider says what is wrong with the settings, per test
+    if settings_agent:  # named: the settings say so, without importing it
+        return []
     files = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "--config")]
     missing: list[str] = []
     for name in files or ["promptfooconfig.yaml"]:
@@ -80,25 +73,21 @@ def unnamed_agents(args: Sequence[str], root: Path = ROOT) -> list[str]:
     return missing
 
 
-def plan_env() -> dict[str, str]:
-    """The plan Promptfoo's processes run (its Python providers, the red team's hook and grader): the document
-    this launch was handed (`make evals`), else this launch's own (kit.plan.current_plan), as KIT_PLAN. With
-    settings that do not load, none: the provider names what is wrong, per test."""
+def main(argv: Sequence[str] | None = None) -> int:
     from kit.errors import KitInputError
     from kit.plan import PLAN_ENV, current_plan
+    from kit.settings import project_root
 
-    handed = os.environ.get(PLAN_ENV, "").strip()
-    if handed:  # it travels on as is (its settings' variables beside it already): the agent is not loaded for it
-        return {PLAN_ENV: handed}
-    try:
-        return current_plan().env()
-    except KitInputError:
-        return {}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    missing = unnamed_agents(args)
+    # The plan Promptfoo's processes run (its Python providers, the red team's hook and grader): the document
+    # this launch was handed (`make evals`), else this launch's own. With settings that do not load, none: the
+    # provider names what is wrong, per test. The agent is not imported for it.
+    try:
+        plan = current_plan()
+    except KitInputError:
+        plan = None
+    root = plan.root if plan is not None else project_root()
+    missing = unnamed_agents(args, root, plan.settings.agent) if plan is not None else []
     if missing:
         for m in missing:
             print(
@@ -107,15 +96,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 2
-    exe = promptfoo_bin()
+    exe = promptfoo_bin(root)
     if not exe.exists():
         print(f"run_promptfoo: {exe} is missing; run `make promptfoo-install` first", file=sys.stderr)
         return 2
-    env = offline_env()
-    env.update(plan_env())
+    env = offline_env(root, os.environ)
+    if plan is not None and not os.environ.get(PLAN_ENV, "").strip():  # a handed plan travels on as it is
+        env.update(plan.env())
     Path(env["PROMPTFOO_CONFIG_DIR"]).mkdir(parents=True, exist_ok=True)
-    os.chdir(ROOT)
-    os.execve(str(exe), command(args), env)
+    os.chdir(root)
+    os.execve(str(exe), command(args, root), env)
     return 0  # not reached
 
 

@@ -38,8 +38,8 @@ def output_file(context: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def results_path(eval_id: str | None) -> Path:
-    chosen = os.environ.get(RESULTS_VAR)
+def results_path(eval_id: str | None, chosen: str | None = None) -> Path:
+    """Where the eval's results go: `chosen` (the launcher's KIT_PROMPTFOO_RESULTS), else Promptfoo's folder."""
     if chosen:
         return Path(chosen)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in (eval_id or "eval"))
@@ -48,7 +48,7 @@ def results_path(eval_id: str | None) -> Path:
 
 def afterAll(context: dict[str, Any], options: dict[str, Any] | None = None) -> None:
     data = output_file(context)
-    path = results_path(data["evalId"])
+    path = results_path(data["evalId"], os.environ.get(RESULTS_VAR))
     path.parent.mkdir(parents=True, exist_ok=True)
     # ASCII: a lone surrogate in a test's text (JavaScript allows one) is a JSON escape, which UTF-8 could
     # not hold; `kit ingest` stores it escaped.

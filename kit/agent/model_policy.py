@@ -78,10 +78,11 @@ class ModelConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ModelConfig:
-        """The model policy's model from the settings (default: load_settings())."""
-        from kit.settings import load_settings
+        """The model policy's model from the settings (default: those this process runs under,
+        kit.settings.current_settings: the reference agent is called deep inside a run, handed no plan)."""
+        from kit.settings import current_settings
 
-        s = settings if settings is not None else load_settings()
+        s = settings if settings is not None else current_settings()
         base_url = (s.agent_base_url or "").rstrip("/")
         model = s.agent_model or ""
         if not base_url or not model:

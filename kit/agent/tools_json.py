@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from kit.agent.tools import SCHEMAS
-from kit.settings import project_root
 
-PATH = project_root() / "golden" / "tools.json"
+PATH = Path("golden") / "tools.json"  # in the project's folder (the kit's checkout)
 
 
 def render() -> str:
@@ -19,15 +19,18 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kit.settings import project_root
+
     argv = sys.argv[1:] if argv is None else argv
+    path = project_root() / PATH
     if "--check" in argv:
-        current = PATH.read_text(encoding="utf-8") if PATH.exists() else ""
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
         if current != render():
-            print(f"{PATH} is out of date: run python -m kit.agent.tools_json", file=sys.stderr)
+            print(f"{path} is out of date: run python -m kit.agent.tools_json", file=sys.stderr)
             return 1
         return 0
-    PATH.write_text(render(), encoding="utf-8")
-    print(f"wrote {PATH}")
+    path.write_text(render(), encoding="utf-8")
+    print(f"wrote {path}")
     return 0
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -47,27 +46,29 @@ def main(args: argparse.Namespace) -> int:
     if not args.export and not args.labels:
         print("kit calibrate: give a labels file (or --export RUN to make one)", file=sys.stderr)
         return 2
+    from kit.plan import current_plan
+
     try:
-        return export(args) if args.export else calibrate(args)
+        plan = current_plan()
+        return export(args, plan) if args.export else calibrate(args, plan)
     except KitInputError as e:
         print(f"kit calibrate: {e}", file=sys.stderr)
         return 2
 
 
-def calibrate(args: argparse.Namespace) -> int:
+def calibrate(args: argparse.Namespace, plan: Any) -> int:
     from kit.errors import KitInputError
     from kit.gate.policy import load_policy
-    from kit.judge import judge_config
     from kit.judge.agreement import JudgedAnswer, RubricCalibration, under_floor
     from kit.judge.agreement import calibrate as figures
     from kit.judge.labels import read_labels
     from kit.judge.rubrics import load_rubrics
     from kit.judge.sampling import JudgingError, Question, ask
-    from kit.settings import load_settings
+    from kit.plan import child_env
     from kit.store import new_run_id, open_store
     from kit.store.values import now
 
-    settings = load_settings()
+    settings = plan.settings
     if args.samples < 1 or args.samples % 2 == 0:
         print(f"kit calibrate: --samples must be odd and at least 1 (a majority), got {args.samples}", file=sys.stderr)
         return 2
@@ -81,7 +82,7 @@ def calibrate(args: argparse.Namespace) -> int:
     labels = read_labels(args.labels, rubrics)
     for p in labels.problems:
         print(f"kit calibrate: {p}", file=sys.stderr)
-    judge = judge_config(settings)
+    judge = plan.judge
     if judge is None:
         from kit.judge import NO_JUDGE_REASON
 
@@ -103,7 +104,7 @@ def calibrate(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        env = {**os.environ, **settings.env()}  # the adapter judges with these very settings
+        env = child_env(plan)  # the adapter judges with this very plan
         for answer in ask(questions, rubrics_file=str(rubrics_file), samples=args.samples, judge=judge, env=env):
             store.record_judge_calls(
                 calibration_id, answer.key, 0, f"rubric:{answer.rubric}", answer.rubric_hash, answer.calls
@@ -163,19 +164,17 @@ def _row(r: Any, calibration_id: str, stamp: str, labels_file: str) -> dict[str,
     }
 
 
-def export(args: argparse.Namespace) -> int:
-    from kit.case import load_suite
+def export(args: argparse.Namespace, plan: Any) -> int:
     from kit.judge.labels import export_item, skeleton
     from kit.judge.rubrics import load_rubrics
-    from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
     from kit.trace import parse_trace
 
-    settings = load_settings()
+    settings = plan.settings
     rubrics = {r.name: r for r in load_rubrics(Path(args.rubrics) if args.rubrics else settings.rubrics).rubrics}
     cases_root = Path(args.cases) if args.cases else settings.cases
-    suite = load_suite(cases_root)
+    suite = plan.derive(cases=cases_root).suite  # the plan's invariants, as every front end expands them
     cases = {c.id: c for c in suite.cases}
     store = open_store(args.store or settings.store)
     with store.connect() as con:

@@ -48,11 +48,12 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.config and not Path(args.config).exists():
             raise KitInputError("no such gate policy file", file=args.config)
-        policy = load_policy(Path(args.config) if args.config else load_settings().gates)
+        settings = load_settings()
+        policy = load_policy(Path(args.config) if args.config else settings.gates)
     except KitInputError as e:
         print(f"kit compare: {e}", file=sys.stderr)
         return 2
-    store = open_store(args.store)
+    store = open_store(args.store or settings.store)
     try:
         with store.connect() as con:
             a, b, chosen = _pair(con, args.a, args.b, args.source, policy.baseline.max_error_share)
@@ -73,9 +74,9 @@ def main(args: argparse.Namespace) -> int:
         }
         print(json.dumps({"a": a, "b": b, "chosen": chosen, **ev.to_json(), **flips}, indent=2))
     else:
-        print(render_comparison(cmp, run_a, run_b))
         if chosen:
             print(terminal(chosen) + "\n")
+        print(render_comparison(cmp, run_a, run_b))
         print()
         print(terminal(evidence_text(ev, args.k)))
     return 0

@@ -30,12 +30,15 @@ def main(args: argparse.Namespace) -> int:
         from kit.store.ingest.deepeval import ingest
     from kit.store import current_git_sha
 
-    store = open_store(args.store)
+    plan, problem = _plan()
+    if plan is None and not args.store:
+        print(f"kit ingest: {problem} (or name the store: --store FILE)", file=sys.stderr)
+        return 2
+    store = open_store(args.store or plan.store)
     sha = {"auto": None, "none": None}.get(args.git_sha, args.git_sha)
     if args.git_sha == "auto":
         sha = current_git_sha()
     status = 0
-    plan = _plan()
     # What the run ran under (the plan's cases, their floors and files, the gates file), as `kit run` records.
     rules = {"rules": _rules_by_kind(plan) if args.tool == "promptfoo" else _rules(plan)}
     # A Promptfoo eval of a `make evals` (its store hook runs this under the plan's document) belongs to it.
@@ -54,17 +57,17 @@ def main(args: argparse.Namespace) -> int:
     return status
 
 
-def _plan() -> Any:
+def _plan() -> tuple[Any, str | None]:
     """The plan this process runs under (the `make evals` document its store hook names, else the settings),
-    the agent not loaded; None when the settings do not load: `kit gate` names them, and the results are
-    stored all the same."""
+    the agent not loaded; else None and why: the results are stored all the same, without their rules
+    (`kit gate` names the settings' problem)."""
     from kit.errors import KitInputError
     from kit.plan import current_plan
 
     try:
-        return current_plan()
-    except KitInputError:
-        return None
+        return current_plan(), None
+    except KitInputError as e:
+        return None, str(e)
 
 
 def _rules_by_kind(plan: Any) -> Callable[[str], Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import regex
 
-from kit.case import MAX_RUNS, Case, CheckSpec, find_upwards, load_invariants, load_suite
+from kit.case import MAX_RUNS, Case, CheckSpec, find_upwards, invariants_of, load_invariants, load_suite
 from kit.checks.params import regex_sources
 from kit.commands.lint_scopes import scope_report
 from kit.errors import KitInputError
@@ -106,21 +106,21 @@ def read_tools(path: Path | None) -> tuple[set[str] | None, KitInputError | None
         return None, KitInputError(f"not a tool list: {e}", file=str(path))
 
 
-def read_rubrics(path: str | None) -> tuple[RubricSet | None, KitInputError | None]:
-    """The rubrics DeepEval applies to these cases (KIT_RUBRICS, [tool.kit] rubrics, golden/rubrics.yaml)."""
+def read_rubrics(path: str | Path) -> tuple[RubricSet | None, KitInputError | None]:
+    """The rubrics DeepEval applies to these cases (the settings' `rubrics`, else the one given)."""
     try:
-        return load_rubrics(path or load_settings().rubrics), None
+        return load_rubrics(Path(path)), None
     except KitInputError as e:
         return None, e
 
 
-def read_policy_floor(path: str | None = None) -> tuple[float, KitInputError | None]:
+def read_policy_floor(path: str | Path) -> tuple[float, KitInputError | None]:
     """gates.yaml's `hard.min_pass_fraction`, the floor of a case that sets none (its own problem, if any:
     a floor outside 0..1 there is refused like one in a case)."""
     from kit.gate.policy import GatePolicy, load_policy
 
     try:
-        return load_policy(Path(path) if path else load_settings().gates).hard.min_pass_fraction, None
+        return load_policy(Path(path)).hard.min_pass_fraction, None
     except KitInputError as e:
         return GatePolicy().hard.min_pass_fraction, e
 
@@ -208,21 +208,17 @@ class LintReport:
 def lint(
     root: Path,
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     tools: str | Path | None = None,
-    invariants: str | Path | None = None,
     rubrics: str | Path | None = None,
     gates: str | Path | None = None,
     labels: str | Path | None = None,
     traces: list[str] | None = None,
 ) -> LintReport:
-    """Lint a case file or folder with the files its front ends would use (kit.plan): `settings` (else
-    loaded, with `invariants` over them), their invariants file or the one found beside the cases; the
-    rubrics and gates given, else the settings'."""
-    from kit.plan import suite_invariants
-
-    settings = settings or load_settings({"invariants": invariants})
-    inv = suite_invariants(settings, root)
+    """Lint a case file or folder with the files its front ends would use (kit.plan): the `settings`' invariants
+    file or the one found beside the cases (kit.case.invariants_of); the rubrics and gates given, else the
+    settings'."""
+    inv = invariants_of(root, configured=settings.invariants)
     suite = load_suite(root, inv)
     problems = list(suite.errors)
     notes: list[str] = []
@@ -278,11 +274,16 @@ def show(report: LintReport) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings({"invariants": args.invariants}, flags={"invariants": "--invariants"})
+    except KitInputError as e:
+        print(f"kit lint: {e}", file=sys.stderr)
+        return 2
     return show(
         lint(
             Path(args.path),
+            settings=settings,
             tools=args.tools,
-            invariants=args.invariants,
             rubrics=getattr(args, "rubrics", None),
             gates=getattr(args, "gates", None),
             labels=getattr(args, "labels", None),

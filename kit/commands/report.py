@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 class ReportRequest:
     """What `kit report` makes, for a caller that is not the command line (`make evals`)."""
 
-    store: Path | str | None = None  # None: the settings' store
+    store: Path | str  # the store file (the command line's --store, else the settings')
     run: str = "latest"
     source: str | None = None
     k: int = 2
@@ -47,11 +47,12 @@ class ReportRequest:
     compare: tuple[str, str] | None = None
     md: Path | None = None
     runs: tuple[str, ...] | None = None  # the runs the page holds
-    cases: Path | None = None  # where the HTML report reads tags from (default: the settings' cases)
+    cases: Path | None = None  # where the HTML report reads tags from (None: no tags)
     recent: int = 20
     text: bool = True  # the text report (make evals prints its own summary instead)
     production: bool = False  # only the production section (the traces kit serve judged)
-    gates: Path | None = None  # the policy whose alpha the side by side uses (default: the settings' gates)
+    gates: Path | None = None  # the policy whose alpha the side by side uses, over the one the later run recorded
+    settings_gates: Path | None = None  # the settings' policy: its alpha for a run that recorded none
 
 
 @dataclass(frozen=True)
@@ -87,23 +88,23 @@ def _choose(con, req: ReportRequest) -> tuple[list[str], tuple[str, str] | None]
 
 
 def _tags(req: ReportRequest) -> dict[str, list[str]]:
-    from kit.errors import KitInputError
     from kit.report.page_data import case_tags
-    from kit.settings import load_settings
 
-    try:
-        path = Path(req.cases) if req.cases else load_settings().cases
-    except KitInputError:
-        return {}
-    return case_tags(path) if Path(path).exists() else {}
+    return case_tags(req.cases) if req.cases is not None and Path(req.cases).exists() else {}
 
 
 def main(args: argparse.Namespace) -> int:
     from kit.errors import KitInputError
     from kit.names import terminal
+    from kit.settings import load_settings
 
+    try:
+        settings = load_settings()
+    except KitInputError as e:
+        print(f"kit report: {e}", file=sys.stderr)
+        return 2
     request = ReportRequest(
-        store=args.store,
+        store=args.store or settings.store,
         run=args.run,
         source=args.source,
         k=args.k,
@@ -111,9 +112,10 @@ def main(args: argparse.Namespace) -> int:
         compare=tuple(args.compare) if args.compare else None,
         md=Path(args.md) if args.md else None,
         runs=tuple(args.runs) if args.runs else None,
-        cases=Path(args.cases) if args.cases else None,
+        cases=Path(args.cases) if args.cases else settings.cases,
         recent=args.recent,
         production=args.production,
+        settings_gates=settings.gates,
     )
     try:
         done = report(request)
@@ -144,11 +146,10 @@ def report(req: ReportRequest) -> Report:
     comparison written where it says. Bad input (no store, a store a newer kit wrote, no such run, a bad gate
     policy) is a KitInputError naming it."""
     from kit.errors import KitInputError
-    from kit.gate.policy import load_policy
+    from kit.gate.policy import GatePolicy, load_policy
     from kit.report import compare_view, html, text
     from kit.report import page_data as pd
     from kit.report.data import gather
-    from kit.settings import load_settings
     from kit.store import open_store
     from kit.store import queries as q
 
@@ -156,7 +157,8 @@ def report(req: ReportRequest) -> Report:
         raise KitInputError("--k must be at least 1")
     # The side by side's verdicts are the gate's: its alpha.
     wanted = req.html or req.md or req.compare
-    alpha = load_policy(req.gates or load_settings().gates).baseline.alpha if wanted else 0.05
+    policy_file = req.gates or req.settings_gates
+    alpha = load_policy(policy_file).baseline.alpha if wanted and policy_file else GatePolicy().baseline.alpha
     store = open_store(req.store)
     if not store.path.exists() and not store.spool.exists():
         raise KitInputError(f"no store at {store.path} (run the evals first, or set KIT_STORE)")

@@ -87,7 +87,11 @@ def main(args: argparse.Namespace) -> int:
     request = RunRequest(**{f.name: getattr(args, f.name) for f in fields(RunRequest)})
     try:
         if args.merge:
-            return run_merge(request)[0]
+            from dataclasses import replace
+
+            from kit.settings import load_settings
+
+            return run_merge(replace(request, store=args.store or str(load_settings().store)))[0]
         return run_plan(_plan(args), request)
     except KitInputError as e:
         print(f"kit run: {e}", file=sys.stderr)

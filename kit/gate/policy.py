@@ -104,9 +104,6 @@ def load_policy(path: Path) -> GatePolicy:
         raise KitInputError(f"{where}: {msg}", file=str(path)) from None
 
 
-def judge_samples(gates: Path | None = None) -> int:
-    """How many judge samples make one soft-gate verdict: gates.yaml's `judge.samples` (default 1). The
-    gate policy file is the settings' `gates` unless given."""
-    from kit.settings import load_settings
-
-    return load_policy(gates if gates is not None else load_settings().gates).judge.samples
+def judge_samples(gates: Path) -> int:
+    """How many judge samples make one soft-gate verdict: the gates file's `judge.samples` (default 1)."""
+    return load_policy(gates).judge.samples

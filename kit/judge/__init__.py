@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kit.errors import KitInputError, first_error
-from kit.settings import Settings, load_settings
+from kit.settings import Settings, current_settings, load_settings
 
 NO_JUDGE_REASON = "no judge configured (set KIT_JUDGE_MODEL, and KIT_JUDGE_BASE_URL for a local endpoint)"
 OPENAI_COMPATIBLE = "openai-compatible"
@@ -95,7 +95,7 @@ def judge_config(source: Mapping[str, str] | Settings | None = None) -> JudgeCon
     from [tool.kit.judge] and the KIT_JUDGE_* variables), or a mapping of KIT_JUDGE_* variables alone.
     A bad value raises KitInputError."""
     if source is None:
-        source = load_settings()
+        source = current_settings()
     if isinstance(source, Settings):
         judge, where = source.judge, "environment" + (f" or {source.project_file}" if source.project_file else "")
     else:

@@ -10,7 +10,6 @@ call behind it (prompt, raw answer, tokens, cost) for the store.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -65,7 +64,7 @@ def ask(
     rubrics_file: str,
     samples: int,
     judge: JudgeConfig,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str],
     on_answer: Callable[[Answer], None] | None = None,
 ) -> Iterator[Answer]:
     """Each question's answer, in order, as the adapter gives them. JudgingError when it cannot judge them
@@ -84,7 +83,7 @@ def ask(
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            env=dict(env if env is not None else os.environ),
+            env=dict(env),
         )
         timer = threading.Timer(limit, proc.kill)
         timer.start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from kit.gate.policy import load_policy
 from kit.pipeline.executor import TIMED_OUT, Stage, StageResult, run_stages
 from kit.pipeline.stages import OUT, shard_parts, stages
 from kit.pipeline.summary import Collected, collect, missing_runs, summary_text
-from kit.plan import Plan, make_plan
+from kit.plan import Plan, child_env, make_plan
 from kit.report import junit
 from kit.settings import MAKE_VARS, load_settings, make_variables
 from kit.store import Store, new_run_id, open_store
@@ -66,8 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             shard_parts(args.shards, names["shards"])
         baseline = checked_baseline(args.baseline_store, names["baseline_store"])
         settings = load_settings({"agent": args.agent, "cases": args.cases, "concurrency": args.concurrency})
-        # This invocation's id, on every run its stages write: a report shows these stages and no later ones.
-        plan = make_plan(settings, variant=args.variant).derive(evals_id=new_run_id("evals"))
+        # This invocation's id, on every run its stages write: a report shows these stages and no later ones;
+        # one shared cap on the agent's calls in flight, across every stage's processes (kit.runner.slots).
+        plan = make_plan(settings, variant=args.variant).derive(evals_id=new_run_id("evals"), slots_dir=slots_in(out))
         # Lint always runs, first: a case file with a typo stops the build before any agent call.
         wanted = (*args.only, "lint", "promptfoo-state") if args.only else None
         replay = wanted is None or "kit" in wanted  # without the kit stage, nothing was run to judge
@@ -115,16 +115,21 @@ def checked_baseline(path: Path | None, name: str) -> Path | None:
     return path
 
 
-def stage_env(plan: Plan, out: Path) -> dict[str, str]:
-    """The environment of the tools' own commands: the plan's document (KIT_PLAN, beside its settings as
-    KIT_* variables), each tool starting a run of its own under this invocation's evals id, one shared cap
-    on the agent's calls in flight, nothing leaving the machine."""
-    # Each tool's run gets an id of its own; only the stages that judge the kit stage's runs get them.
-    env = {k: v for k, v in os.environ.items() if k not in ("KIT_RUN_ID", "KIT_REPLAY_RUNS")}
-    env.update(plan.derive(run_id=None, replay_runs=None).env())
+def slots_in(out: Path) -> Path:
+    """The folder of the slots every stage's processes share (kit.runner.slots), made if need be."""
     slots = (out / "slots").resolve()
     slots.mkdir(parents=True, exist_ok=True)
-    env["KIT_SLOTS_DIR"] = str(slots)
+    return slots
+
+
+def stage_env(plan: Plan, out: Path) -> dict[str, str]:
+    """The environment of the tools' own commands: the plan's document (KIT_PLAN: its slots, the one shared
+    cap on the agent's calls in flight, among its settings), each tool starting a run of its own under this
+    invocation's evals id, nothing leaving the machine."""
+    # Each tool's run gets an id of its own; only the stages that judge the kit stage's runs get them.
+    if plan.settings.slots_dir is None:
+        plan = plan.derive(slots_dir=slots_in(out))
+    env = child_env(plan.derive(run_id=None, replay_runs=None))
     env.update(
         {"DEEPEVAL_TELEMETRY_OPT_OUT": "1", "DEEPEVAL_UPDATE_WARNING_OPT_IN": "0", "PYTHONDONTWRITEBYTECODE": "1"}
     )
@@ -181,8 +186,8 @@ def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path
         print(f"HTML report: {report}; JUnit XML: {out / 'junit.xml'}; summary: {out / 'summary.txt'}")
     print("\n== gate")
     try:
-        policy = load_policy(plan.settings.gates)
-        floors, notes = case_floors(Path(plan.cases))
+        policy = plan.gate_policy
+        floors, notes = case_floors(Path(plan.cases), plan.settings.invariants)
     except KitInputError as e:
         print(f"make evals: {e}", file=sys.stderr)
         return 2

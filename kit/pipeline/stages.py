@@ -19,7 +19,6 @@ runs are missing, fails the build by name.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -28,7 +27,6 @@ from kit.errors import KitInputError
 from kit.offline import DEEPEVAL, STATE, deepeval_upload_requested
 from kit.pipeline.executor import Stage, Step
 from kit.plan import Plan, generic_corpus
-from kit.settings import project_root
 
 PROMPTFOO_EVAL = ("eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-table", "-o")
 # No `-o`: the generated tests go to redteam.yaml beside the config all the same, and with `-o` Promptfoo
@@ -162,7 +160,7 @@ def store_promptfoo(plan: Plan, results: str, *, always: bool = False) -> Step:
 def own_promptfoo_config(plan: Plan) -> bool:
     """Another agent, or cases other than golden/, get a generated Promptfoo config: the committed
     promptfooconfig.yaml is the reference agent on golden/ and stays untouched."""
-    return not plan.reference or Path(plan.cases).resolve() != (project_root() / "golden").resolve()
+    return not plan.reference or Path(plan.cases).resolve() != (plan.root / "golden").resolve()
 
 
 def promptfoo_stage(plan: Plan, work: Path, runs_file: Path | None) -> Stage:
@@ -173,15 +171,13 @@ def promptfoo_stage(plan: Plan, work: Path, runs_file: Path | None) -> Stage:
     out_json = str((work / "golden.json").resolve())
     if own_promptfoo_config(plan):
         config = (work / "promptfooconfig.yaml").resolve()
-        gen = [sys.executable, "-m", "kit_promptfoo.genconfig", "--golden", str(Path(plan.cases).resolve())]
-        gen += ["--out", str(config)]
-        if not plan.reference:
-            gen += ["--agent", plan.agent.name] + (["--model", plan.model] if plan.model else [])
-        first = Step("genconfig", tuple(gen))
+        # The agent, its model id and the cases' invariants come from the plan (KIT_PLAN), as the provider's do.
+        gen = (sys.executable, "-m", "kit_promptfoo.genconfig", "--golden", str(Path(plan.cases).resolve()))
+        first = Step("genconfig", (*gen, "--out", str(config)), env=plan.env())
         note = f"promptfoo eval ({plan.agent.name} on {plan.cases}; config {config})"
         eval_argv = ("eval", "-c", str(config), "--no-progress-bar", "--no-table", "-o", out_json)
     else:
-        first = Step("genconfig", (sys.executable, "-m", "kit_promptfoo.genconfig", "--check"))
+        first = Step("genconfig", (sys.executable, "-m", "kit_promptfoo.genconfig", "--check"), env=plan.env())
         note = "promptfoo eval (golden cases)"
         eval_argv = (*PROMPTFOO_EVAL, out_json)
     return Stage(
@@ -252,7 +248,7 @@ def promptfoo_state_stage(plan: Plan) -> Stage | None:
     """On a fresh state folder (a new CI machine, a fresh clone), Promptfoo's eval and red team, started at
     the same time, race to create its database ("table `datasets` already exists"): one Promptfoo command
     creates it first, alone. None when it exists."""
-    if (project_root(plan.settings) / STATE / "promptfoo.db").exists():
+    if (plan.root / STATE / "promptfoo.db").exists():
         return None
     return Stage(
         "promptfoo-state",
@@ -275,7 +271,8 @@ def stages(plan: Plan, shards: Path | None = None, out: Path = OUT, *, replay: b
         # DeepEval reads .env and builds its telemetry client at import, before tests/evals loads.
         "DEEPEVAL_DISABLE_DOTENV": "1",
         **DEEPEVAL,
-        "CONFIDENT_API_KEY": os.environ.get("CONFIDENT_API_KEY", "") if upload else "",
+        # The key reaches DeepEval (from the stage's environment, this process's) only when an upload was asked.
+        **({} if upload else {"CONFIDENT_API_KEY": ""}),
         **judging.env(),
     }
     state = promptfoo_state_stage(plan)

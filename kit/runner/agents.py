@@ -38,7 +38,7 @@ from kit.offline import agent_environment
 from kit.pricing import priced
 from kit.runner.conversation import AgentConversation
 from kit.runner.frameworks import with_end_state_read
-from kit.settings import Settings, project_root
+from kit.settings import Settings
 from kit.trace import Trace, parse_trace
 
 AgentFn = Callable[[Case, int], Any]  # (case, attempt) -> whatever the agent returns
@@ -165,7 +165,7 @@ def configured_agent(
             raise KitInputError(
                 "--variant, --policy, --replay and --record drive the reference agent; not with --agent"
             )
-        return load_agent(settings.agent)
+        return load_agent(settings.agent, settings.project_file.parent.resolve() if settings.project_file else None)
     variant = variant or settings.variant
     if variant:
         from kit.agent.run import VARIANTS
@@ -177,16 +177,16 @@ def configured_agent(
     return reference_agent(variant=variant, policy=policy or settings.agent_policy, replay=replay, record=record)
 
 
-def load_agent(spec: str) -> Agent:
-    """`module:callable` (the current folder is importable) as an Agent, or KitInputError."""
+def load_agent(spec: str, root: Path | None = None) -> Agent:
+    """`module:callable` (the current folder is importable) as an Agent, or KitInputError. `root`: the
+    project's folder (a plan's), whose own modules then import without PYTHONPATH, wherever a tool starts."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise KitInputError(f"--agent must be module:callable, got {spec!r}")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
-    root = str(project_root())  # the project's own modules import without PYTHONPATH, wherever a tool starts
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    if root is not None and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     agent_environment()  # a client the module makes at import reads its proxies then
     try:
         module = importlib.import_module(module_name)

@@ -42,11 +42,12 @@ def prepare(n: int, parent: str | os.PathLike[str] | None = None) -> dict[str, s
 
 
 def from_env(environ: dict[str, str] | None = None) -> Slots | None:
-    """The slots the settings name (`slots_dir`, KIT_SLOTS_DIR; N from the folder, else `concurrency`), or
-    None when unset. `environ`: the environment the settings load from (default: this process's)."""
-    from kit.settings import load_settings
+    """The slots the settings this process runs under name (kit.settings.current_settings: the plan
+    document's `slots_dir`, else KIT_SLOTS_DIR; N from the folder, else `concurrency`), or None when unset.
+    `environ`: the environment to read (default: this process's)."""
+    from kit.settings import current_settings
 
-    settings = load_settings(env=environ)
+    settings = current_settings(environ)
     if settings.slots_dir is None:
         return None
     return _shared(str(settings.slots_dir), str(settings.concurrency))

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
 from kit.agent.chat_http import ChatEndpointError, post_chat_completion
 from kit.errors import KitInputError
-from kit.settings import Settings, load_settings
+from kit.settings import Settings, current_settings
 
 NO_USER_REASON = "no user model configured (set KIT_USER_MODEL and KIT_USER_BASE_URL): a simulated-user case needs one"
 STOP = "###STOP###"
@@ -54,8 +53,10 @@ class UserModelConfig:
 
 
 def user_config(source: Settings | None = None) -> UserModelConfig | None:
-    """The configured user model, or None when none is set. A bad value is a KitInputError naming it."""
-    settings = source or load_settings()
+    """The configured user model, or None when none is set. A bad value is a KitInputError naming it.
+    `source`: the settings (default: those this process runs under, kit.settings.current_settings: the
+    runner's simulated user is reached from inside an agent's call, which is handed no plan)."""
+    settings = source or current_settings()
     user = settings.user
     if not user.model:
         return None
@@ -135,10 +136,3 @@ class SimulatedUser:
             "prompt_hash": prompt_hash(self.instruction),
             "calls": self.calls,
         }
-
-
-def user_config_from_env(env: Mapping[str, str]) -> UserModelConfig | None:
-    """The user model from a mapping of KIT_USER_* variables alone (no project file): for tests and tools."""
-    from pathlib import Path
-
-    return user_config(load_settings(root=Path("/"), env=env))

@@ -55,18 +55,9 @@ def _read_only_mount(folder: Path) -> bool:
 SOURCES = ("kit", "deepeval", "promptfoo")
 
 
-def store_path(path: str | os.PathLike[str] | None = None) -> Path:
-    """The store file: the argument, else the settings' `store` ($KIT_STORE, [tool.kit] store, else
-    .kit/evals.duckdb relative to the cwd)."""
-    if path:
-        return Path(path)
-    from kit.settings import load_settings
-
-    return load_settings().store
-
-
-def open_store(path: str | os.PathLike[str] | None = None) -> Store:
-    return Store(store_path(path))
+def open_store(path: str | os.PathLike[str]) -> Store:
+    """The store at `path` (a command's --store, else its plan's `store`)."""
+    return Store(Path(path))
 
 
 def _iso_utc(stamp: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kit.commands.lint import lint
+from kit.commands import lint as kit_lint
+from kit.settings import load_settings
 
 CASES = """
 - id: desk
@@ -15,6 +16,11 @@ CASES = """
     - {type: handoff, from: triage, to: biling}
     - {type: called, tool: issue_refund, server: paymnts}
 """
+
+
+def lint(root, **options):
+    """`kit lint` on `root` with the settings of the working directory, as its command line reads them."""
+    return kit_lint.lint(root, settings=load_settings(), **options)
 
 
 def _setup(tmp_path: Path, tools: dict) -> Path:

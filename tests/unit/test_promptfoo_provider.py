@@ -189,10 +189,10 @@ def test_a_config_that_names_no_agent_runs_none_and_never_the_reference_agent(
         "providers:\n  - id: file://providers/agent_provider.py\n    label: my-desk\n"
         "  - id: file://providers/agent_provider.py\n    config: {agent: examples.my_agent:run}\n"
     )
-    assert unnamed_agents(["eval", "-c", str(mine)]) == [f"{mine}: provider my-desk"]
+    assert unnamed_agents(["eval", "-c", str(mine)], tmp_path, None) == [f"{mine}: provider my-desk"]
     assert main(["eval", "-c", str(mine)]) == 2
-    monkeypatch.setenv("KIT_AGENT", "examples.my_agent:run")  # named in the settings: nothing missing
-    assert unnamed_agents(["eval", "-c", str(mine)]) == []
+    # named in the settings: nothing missing
+    assert unnamed_agents(["eval", "-c", str(mine)], tmp_path, "examples.my_agent:run") == []
 
 
 def test_the_agent_a_config_names_is_the_agent_that_runs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,9 +7,15 @@ from pathlib import Path
 
 from _oracle import make_trace, run1
 
-from kit.commands.lint import lint
+from kit.commands import lint as kit_lint
+from kit.settings import load_settings
 
 ARGS = {"type": "object", "required": ["rental_id"]}
+
+
+def lint(root, **options):
+    """`kit lint` on `root` with the settings of the working directory, as its command line reads them."""
+    return kit_lint.lint(root, settings=load_settings(), **options)
 
 
 def test_schema_on_a_tool_checks_only_the_calls_that_happened() -> None:

@@ -98,16 +98,6 @@ def test_invalid_toml_is_input_error(tmp_path: Path) -> None:
         load_settings(root=tmp_path, env={})
 
 
-def test_env_round_trip(tmp_path: Path) -> None:
-    s = load_settings({"agent": "m:f", "judge": {"model": "j"}}, root=tmp_path, env={})
-    env = s.env()
-    assert env["KIT_AGENT"] == "m:f"
-    assert env["KIT_JUDGE_MODEL"] == "j"
-    assert "KIT_VARIANT" not in env
-    again = load_settings(root=tmp_path, env=env)
-    assert again.model_dump(exclude={"project_file"}) == s.model_dump(exclude={"project_file"})
-
-
 def test_repository_project_file_is_valid() -> None:
     root = Path(__file__).resolve().parents[2]
     s = load_settings(root=root, env={})

@@ -12,7 +12,8 @@ from pathlib import Path
 import duckdb
 
 from kit.result import CaseRun, Result
-from kit.store import open_store, store_path
+from kit.settings import load_settings
+from kit.store import open_store
 from kit.store.schema import LATEST, current_version, migrate
 
 
@@ -27,9 +28,9 @@ def _run(case_id: str, attempt: int, ok: bool) -> CaseRun:
 
 def test_kit_store_env_overrides_default(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_STORE", str(tmp_path / "x.duckdb"))
-    assert store_path() == tmp_path / "x.duckdb"
+    assert load_settings(root=tmp_path).store == tmp_path / "x.duckdb"
     monkeypatch.delenv("KIT_STORE")
-    assert store_path() == Path(".kit/evals.duckdb")
+    assert load_settings(root=tmp_path).store == Path(".kit/evals.duckdb")
 
 
 def test_contract_tables_and_columns(tmp_path):
