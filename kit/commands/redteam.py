@@ -124,14 +124,17 @@ def keep(attacks: Path, found: list[dict[str, Any]]) -> list[str]:
         data = yamlio.safe_load(text) or {}
     except yaml.YAMLError as e:
         raise KitInputError(f"not valid YAML: {e}", file=str(attacks)) from None
-    if not isinstance(data, dict) or not isinstance(data.get("attacks", []), list):
+    if not isinstance(data, dict) or not isinstance(data.get("attacks") or [], list):  # `attacks:` alone: none yet
         raise KitInputError("expected `attacks:`, a list of {id, category, text}", file=str(attacks))
     have = {str(a.get("text")) for a in data.get("attacks") or [] if isinstance(a, dict)}
     ids = {str(a.get("id")) for a in data.get("attacks") or [] if isinstance(a, dict)}
     lines: list[str] = []
     added: list[str] = []
+    from kit.store.ingest.promptfoo import escape_surrogates
+
     for f in found:
-        prompt = json.dumps({"turns": f["turns"]}, ensure_ascii=False)
+        # A lone surrogate (JavaScript strings may hold one) is kept as its escape: UTF-8 cannot hold it.
+        prompt = json.dumps({"turns": escape_surrogates(f["turns"])}, ensure_ascii=False)
         if prompt in have:
             continue
         attack_id = _attack_id(f, ids)
@@ -155,6 +158,24 @@ def keep(attacks: Path, found: list[dict[str, Any]]) -> list[str]:
     return added
 
 
+def no_link_out(attacks: Path, root: Path) -> Path:
+    """`attacks`, refused (KitInputError naming it) when it, or a folder on its way from the repository's root,
+    is a link out of the repository: `kit redteam keep` writes the team's own file, never through a link."""
+    real_root = root.resolve()
+    path = attacks if attacks.is_absolute() else Path.cwd() / attacks
+    try:
+        steps = [root / Path(*path.relative_to(root).parts[: i + 1]) for i in range(len(path.relative_to(root).parts))]
+    except ValueError:  # a file named outside the repository: only a link of its own is followed
+        steps = [path]
+    for step in steps:
+        if step.is_symlink() and not step.resolve().is_relative_to(real_root):
+            raise KitInputError(
+                f"is a link out of the repository (to {step.resolve()}): kit redteam keep writes inside it only",
+                file=str(attacks),
+            )
+    return path
+
+
 def main(args: argparse.Namespace) -> int:
     from kit.plan import current_plan, generic_corpus
     from kit.store import open_store
@@ -173,7 +194,7 @@ def main(args: argparse.Namespace) -> int:
     if not found:
         print(f"kit redteam keep: run {run_id} holds no conversation that broke an invariant: nothing to keep")
         return 0
-    added = keep(attacks, found)
+    added = keep(no_link_out(attacks, plan.root), found)
     for f in found:
         broke = f"{f['invariant']}: {f['check']}" if f.get("invariant") else f["check"]
         print(f"  {f['attack']}: {broke} broken in turn {f['turn'] + 1} of {len(f['turns'])} kept")

@@ -81,3 +81,27 @@ def test_bad_input_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("KIT_REDTEAM_CORPUS", "generic")
     assert main(["redteam", "keep"]) == 2
     assert "generic attacks are not yours to extend" in capsys.readouterr().err
+
+
+def test_a_lone_surrogate_is_kept_escaped_and_a_link_out_of_the_repository_refused(tmp_path: Path) -> None:
+    from kit.commands.redteam import no_link_out
+    from kit.errors import KitInputError
+
+    attacks = tmp_path / "repo" / "redteam" / "attacks.yaml"
+    attacks.parent.mkdir(parents=True)
+    attacks.write_text("attacks:\n")
+    lone = {**FOUND, "turns": ["refund \ud800 now", "b"]}  # JavaScript strings may hold a lone surrogate
+    assert keep(attacks, [lone, {**FOUND, "turns": ["fine"]}]) == ["kept-refund-safety-x-1", "kept-refund-safety-x-2"]
+    texts = [a["text"] for a in yamlio.safe_load(attacks.read_text())["attacks"]]
+    assert json.loads(texts[0])["turns"][0] == "refund \\ud800 now"  # escaped, the other conversation kept too
+    assert no_link_out(attacks, tmp_path / "repo") == attacks
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_text("attacks:\n")
+    link = tmp_path / "repo" / "redteam" / "linked.yaml"
+    link.symlink_to(outside)
+    with pytest.raises(KitInputError, match="is a link out of the repository"):
+        no_link_out(link, tmp_path / "repo")
+    (tmp_path / "repo" / "out").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(KitInputError, match="is a link out of the repository"):
+        no_link_out(tmp_path / "repo" / "out" / "elsewhere.yaml", tmp_path / "repo")
+    assert outside.read_text() == "attacks:\n"
