@@ -144,6 +144,16 @@ class UserSettings(_Frozen):
     timeout: Seconds | None = None
 
 
+def _count_value(value: Any) -> Any:
+    """A count (`max_turns = true` is not 1): a boolean is refused by name, anything else validated as an int."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {str(value).lower()}")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_count_value)]
+
+
 class RedteamSettings(_Frozen):
     purpose: str | None = None
     corpus: SettingFilePath = Path("redteam/attacks.yaml")
@@ -152,10 +162,10 @@ class RedteamSettings(_Frozen):
     # adaptive strategies, aimed at the suite's invariants (kit.redteam.goals). Unset: static only.
     attacker: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
     attacker_base_url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$")] | None = None
-    max_turns: int = Field(default=4, ge=1, le=10)  # Promptfoo caps a conversation at 10 turns offline
+    max_turns: Count = Field(default=4, ge=1, le=10)  # Promptfoo caps a conversation at 10 turns offline
     # The most attacker calls one red-team run may make, worst case (goals x strategies x turns): checked when
     # the config is generated, so a run never spends more than this. None: no limit.
-    attacker_calls: int | None = Field(default=None, ge=1)
+    attacker_calls: Count | None = Field(default=None, ge=1)
 
 
 class McpServerSettings(_Frozen):

@@ -115,3 +115,10 @@ def test_a_budget_problem_names_the_number_to_change() -> None:
     )
     assert goals.budget_problem(3, ("crescendo", "jailbreak:tree"), 4, 100).endswith("set attacker_calls = 216")
     assert goals.budget_problem(3, ("crescendo", "jailbreak:tree"), 4, 216) is None
+
+
+def test_max_turns_true_is_refused_not_read_as_one(repo: Path, capsys) -> None:
+    (repo / "pyproject.toml").write_text(ATTACKER + "max_turns = true\n")
+    assert main(["init", "--agent", "desk:run"]) == 2
+    err = capsys.readouterr().err
+    assert "[tool.kit.redteam] max_turns: Value error, expected a whole number, got true" in err, err
