@@ -124,6 +124,8 @@ def cost_lines(data: Collected, results: list[StageResult]) -> list[str]:
             else ""
         )
         judged = " (judged the kit stage's runs)" if n == 0 and c["runs"] else ""
+        if c.get("replayed"):  # kit.recording: the model's calls answered from recordings
+            judged += f" ({c['replayed']} replayed from recordings: $0 spent, tokens as recorded)"
         counted = f"{n:>5} calls" if n is not None else "calls not counted (the agent was called outside the kit)"
         lines.append(
             f"  {stage_of.get(c['run_id'], c['source']):<17} {counted} for {c['runs']} runs{judged}, "

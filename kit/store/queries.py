@@ -597,14 +597,16 @@ def run_costs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[s
     `cost_runs`: how many do; None when none does, never a zero nobody measured), and the seconds spent
     waiting on the agent beside the kit's own seconds (reading traces, every check), summed over the case
     runs (calls run at once, so the agent's seconds may exceed the wall time). Calls and seconds are None
-    for a run whose results did not come through a runner that times its calls."""
+    for a run whose results did not come through a runner that times its calls. `replayed`: the case runs
+    whose model calls were answered from recordings (kit.recording; their stored cost is 0)."""
     return _rows(
         con,
         """SELECT c.run_id, any_value(r.source) AS source, count(*) AS runs,
                   sum(c.agent_calls) AS agent_calls, sum(c.retries) AS retries,
                   sum(c.tokens) FILTER (WHERE c.tokens > 0) AS tokens, count_if(c.tokens > 0) AS tokens_runs,
                   sum(c.cost_usd) FILTER (WHERE c.cost_usd > 0) AS cost_usd, count_if(c.cost_usd > 0) AS cost_runs,
-                  sum(c.agent_s) AS agent_s, sum(c.kit_s) AS kit_s
+                  sum(c.agent_s) AS agent_s, sum(c.kit_s) AS kit_s,
+                  count_if(json_exists(c.trace, '$.replayed')) AS replayed
            FROM case_results c JOIN runs r USING (run_id)
            WHERE c.run_id IN (SELECT unnest(?::VARCHAR[]))
            GROUP BY c.run_id ORDER BY min(r.started_at), c.run_id""",

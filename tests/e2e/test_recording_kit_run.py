@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from kit.doubles.sampling_model import SamplingModel
+from kit.duck import connect
+from kit.store.queries import run_costs
 
 pytestmark = pytest.mark.e2e
 
@@ -72,6 +74,10 @@ def test_kit_run_replays_the_recorded_run_offline(tmp_path: Path) -> None:
     )
     assert rep.returncode == rec.returncode, rep.stderr
     assert json.loads(rep.stdout)["results"] == json.loads(rec.stdout)["results"]
+    con = connect(str(tmp_path / ".kit" / "evals.duckdb"), read_only=True)
+    [recorded, replayed] = run_costs(con, [json.loads(rec.stdout)["run_id"], json.loads(rep.stdout)["run_id"]])
+    con.close()
+    assert (recorded["replayed"], replayed["replayed"], replayed["cost_usd"]) == (0, 3, None)  # $0: nothing spent
     files = [f for f in (tmp_path / "recordings").rglob("*") if f.is_file()]
     assert sorted(f.relative_to(tmp_path).as_posix() for f in files if ".kit" not in f.parts) == [
         "recordings/refund/damaged.json"
