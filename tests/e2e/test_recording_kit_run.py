@@ -1,6 +1,6 @@
-"""`kit run` records an openai-SDK desk's model calls, then replays them with the model stopped and the run in a
-network namespace of its own (`unshare -n`: no interface up, not even loopback): the same outcome for every
-case, attempt and check, through the runner's host processes, and nothing on the network."""
+"""`kit run` replays an openai-SDK desk's recorded model calls with the model stopped and the run in a network
+namespace of its own (`unshare -n`: no interface up, not even loopback), through the runner's host processes:
+the recorded outcome of every case, attempt and check, $0 spent, and no key in the recordings."""
 
 from __future__ import annotations
 
@@ -13,21 +13,26 @@ from pathlib import Path
 
 import pytest
 
+from kit.case import load_suite
 from kit.doubles.sampling_model import SamplingModel
 from kit.duck import connect
+from kit.recording import Recordings, install, uninstall
+from kit.runner import RunOptions, jobs_for, run_suite
+from kit.runner.agents import load_agent
 from kit.store.queries import run_costs
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-KIT = [sys.executable, "-m", "kit.cli"]
-PROJECT = """
+MODEL = "desk-model-2025-01-01"
+PROJECT = f"""
 [tool.kit]
 agent = "recording_desks:openai_desk"
 cases = "cases.yaml"
 store = ".kit/evals.duckdb"
-agent_model = "desk-model-2025-01-01"
+agent_model = "{MODEL}"
 [tool.kit.recordings]
+mode = "replay"
 folder = "recordings"
 """
 CASES = """
@@ -47,39 +52,47 @@ def _isolated() -> str | None:
 
 
 @pytest.mark.skipif(_isolated() is not None, reason=str(_isolated()))
-def test_kit_run_replays_the_recorded_run_offline(tmp_path: Path) -> None:
+def test_kit_run_replays_the_recorded_run_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "pyproject.toml").write_text(PROJECT)
     (tmp_path / "cases.yaml").write_text(CASES)
     shutil.copy(ROOT / "tests" / "fixtures" / "recording_desks.py", tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("DESK_API_KEY", "sk-e2e-NEVER-WRITTEN")
+    try:  # recorded here, as `kit run` in record mode does (tests/unit/test_recording_replay.py)
+        with SamplingModel(["Refund approved.", "REFUND DENIED, sorry."], seed=2) as model:
+            monkeypatch.setenv("DESK_BASE_URL", model.base_url)
+            install(Recordings("record", tmp_path / "recordings", MODEL))
+            runs = run_suite(
+                jobs_for(load_suite(tmp_path / "cases.yaml").cases),
+                load_agent("recording_desks:openai_desk"),
+                RunOptions(mode="thread", timeout=20),
+            )
+    finally:
+        uninstall()
+    recorded = sorted(
+        (r.case_run.case_id, r.case_run.attempt, [(x.name, x.passed, x.reason) for x in r.case_run.results])
+        for r in runs
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIT_")}
-    env.update(DESK_API_KEY="sk-e2e-NEVER-WRITTEN", PYTHONPATH=str(ROOT))
-    with SamplingModel(["Refund approved.", "REFUND DENIED, sorry."], seed=2) as model:
-        env["DESK_BASE_URL"] = model.base_url
-        rec = subprocess.run(
-            [*KIT, "run", "--json", "-q", "--pool", "thread"],  # replay below goes through the host processes
-            cwd=tmp_path,
-            env={**env, "KIT_RECORDINGS_MODE": "record"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert len(model.requests) == 6, rec.stderr
+    env["PYTHONPATH"] = str(ROOT)
     rep = subprocess.run(
-        ["unshare", "-n", *KIT, "run", "--json", "-q"],
+        ["unshare", "-n", sys.executable, "-m", "kit.cli", "run", "--json", "-q"],
         cwd=tmp_path,
-        env={**env, "KIT_RECORDINGS_MODE": "replay"},
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert rep.returncode == rec.returncode, rep.stderr
-    assert json.loads(rep.stdout)["results"] == json.loads(rec.stdout)["results"]
+    out = json.loads(rep.stdout)
+    replayed = sorted(
+        (r["case_id"], r["attempt"], [(c["check"], c["outcome"] == "pass", c.get("reason", "")) for c in r["checks"]])
+        for r in out["results"]
+    )
+    assert replayed == recorded, rep.stderr
+    assert {r[2][0][1] for r in recorded} == {True, False}  # a failure of chance, replayed as such
     con = connect(str(tmp_path / ".kit" / "evals.duckdb"), read_only=True)
-    [recorded, replayed] = run_costs(con, [json.loads(rec.stdout)["run_id"], json.loads(rep.stdout)["run_id"]])
+    [costs] = run_costs(con, [out["run_id"]])
     con.close()
-    assert (recorded["replayed"], replayed["replayed"], replayed["cost_usd"]) == (0, 3, None)  # $0: nothing spent
+    assert (costs["replayed"], costs["cost_usd"]) == (3, None)  # $0: nothing spent
     files = [f for f in (tmp_path / "recordings").rglob("*") if f.is_file()]
-    assert sorted(f.relative_to(tmp_path).as_posix() for f in files if ".kit" not in f.parts) == [
-        "recordings/refund/damaged.json"
-    ]
     assert not [f for f in files if "NEVER-WRITTEN" in f.read_text()]
