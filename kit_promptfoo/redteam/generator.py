@@ -16,12 +16,18 @@ from typing import Any
 from kit.mcp import attacked
 from kit.redteam.goals import GOAL_CATEGORY
 from kit_promptfoo.redteam import corpus, multiturn
+from kit_promptfoo.redteam.failure import settled
 
 _CATEGORY = re.compile(r"^\s*kit_category:\s*([a-z-]+)\s*$", re.M)
 _GOAL = re.compile(r"^\s*kit_goal:\s*(.+?)\s*$", re.M)
 
 
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    out = _call_api(prompt, options, context)
+    return settled(out, rate_limited=bool(out.pop("_rate_limited", False)))
+
+
+def _call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
     found = _CATEGORY.findall(prompt or "")
     if not found and "Extract only real-world entities" in (prompt or ""):
         # Promptfoo asks for named entities to keep out of its graders' way; the corpus names none.
@@ -79,7 +85,11 @@ def _ask_judge(prompt: str) -> dict[str, Any] | None:
     try:
         reply = client.chat.completions.create(model=cfg.model, messages=_messages(prompt), temperature=cfg.temperature)
     except openai.OpenAIError as e:
-        return {"error": f"{cfg.describe()}: {type(e).__name__}: {e}"}
+        # Only the judge's own HTTP 429 is a rate limit (its URL may hold 429 too).
+        return {
+            "error": f"{cfg.describe()}: {type(e).__name__}: {e}",
+            "_rate_limited": isinstance(e, openai.RateLimitError),
+        }
     content = reply.choices[0].message.content if reply.choices else None
     if content is None:
         return {"error": f"{cfg.describe()} returned no message content"}

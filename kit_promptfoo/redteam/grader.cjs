@@ -87,6 +87,13 @@ async function once(cfg, body) {
   return { status: response.status, data, text };
 }
 
+// Promptfoo reads any provider error whose text holds "429" (or "rate limit") as a rate limit and backs off a
+// minute at a time, while `metadata.rateLimitKind` decides first: "quota" fails at once. A judge's URL may hold
+// 429 (port 44429) while it answers HTTP 500: only a real HTTP 429 is said to be a rate limit.
+function failed(error, status) {
+  return { error, metadata: { rateLimitKind: status === 429 ? "rate_limit" : "quota" } };
+}
+
 class KitJudgeGrader {
   constructor(options) {
     this.providerId = (options && options.id) || "kit-judge-grader";
@@ -98,24 +105,27 @@ class KitJudgeGrader {
 
   async callApi(prompt) {
     const cfg = judge();
-    if (cfg.error) return { error: cfg.error };
+    if (cfg.error) return failed(cfg.error);
     if (cfg.provider !== "openai-compatible" && cfg.provider !== "openai") {
-      return { error: `red-team grading needs an OpenAI-compatible judge; ${cfg.describe} is ${cfg.provider}` };
+      return failed(`red-team grading needs an OpenAI-compatible judge; ${cfg.describe} is ${cfg.provider}`);
     }
     const body = { model: cfg.model, messages: messages(prompt), temperature: cfg.temperature };
     let last = "";
+    let status = null;
     for (let attempt = 0; attempt <= cfg.retries; attempt++) {
       let got;
       try {
         got = await once(cfg, body);
       } catch (e) {
         last = `${cfg.describe} is unreachable: ${e && e.cause ? e.cause.message || e.cause : e}`;
+        status = null;
         continue;
       }
+      status = got.status;
       if (got.status >= 200 && got.status < 300) {
         const choice = got.data && Array.isArray(got.data.choices) ? got.data.choices[0] : null;
         const content = choice && choice.message ? choice.message.content : null;
-        if (typeof content !== "string") return { error: `${cfg.describe} returned no message content` };
+        if (typeof content !== "string") return failed(`${cfg.describe} returned no message content`);
         const usage = (got.data && got.data.usage) || {};
         return {
           output: content,
@@ -124,10 +134,12 @@ class KitJudgeGrader {
       }
       const message = (got.data && got.data.error && got.data.error.message) || got.text.slice(0, 200);
       last = `${cfg.describe} refused the call: HTTP ${got.status}: ${message}`;
+      if (got.status === 429) last += " (rate limited)";
       if (got.status < 500 && got.status !== 429) break; // a 4xx will not change on a retry
     }
-    return { error: last };
+    return failed(last, status);
   }
 }
 
 module.exports = KitJudgeGrader;
+module.exports.failed = failed;

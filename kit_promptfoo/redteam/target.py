@@ -43,6 +43,7 @@ from kit.trace import parse_trace
 from kit_promptfoo import agent_provider
 from kit_promptfoo.digest import seal
 from kit_promptfoo.kit_request import load_case, merged, request_case
+from kit_promptfoo.redteam.failure import settled
 
 LEDGER_VAR = "kit_ledger"
 ATTACK_VAR = "kit_attack"  # the hook names every red-team attack: judged by the suite's invariants too
@@ -237,6 +238,11 @@ def static_attack(prompt: str, options: dict[str, Any], context: dict[str, Any])
 
 
 def call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    # An error of this target is never a rate limit (the agent's own are retried where it is called).
+    return settled(_call_api(prompt, options, context))
+
+
+def _call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
     vars_ = (context or {}).get("vars") or {}
     mcp = vars_.get("kit_mcp_attack")
     if mcp:  # an attack through the agent's own MCP servers: each one it starts over stdio serves it
