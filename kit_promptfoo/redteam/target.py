@@ -169,6 +169,23 @@ def _session(
     return Session(plan, case, ledger, quality), prompt
 
 
+ATTACKER_NOTE = ".attacker.json"  # beside an attack's conversations: why its attacker produced none
+
+
+def no_prompt(plan: Any, folder: Path) -> str:
+    """The error of an adaptive turn with nothing to send, naming the attacker (an attacker that answers prose where
+    its strategy wants JSON leaves the strategy an empty prompt), noted in the attack's ledger folder so that its
+    assertion names it too."""
+    attacker = plan.settings.redteam.attacker or "the attacker"
+    said = (
+        f"the attacker {attacker} produced no prompt for this turn (an attacker that answers prose where the "
+        "strategy asks for JSON does this): the attack did not run"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ATTACKER_NOTE).write_text(json.dumps({"error": said}), encoding="utf-8")
+    return said
+
+
 def ledger_folder(ledger: str, vars_: dict[str, Any]) -> Path:
     """Where this call's conversation is written: the attack's ledger, one subfolder per repeat of the test
     (`promptfoo eval --repeat N` runs the same test, with the same vars, N times; Promptfoo's `__repeatIndex`
@@ -267,6 +284,8 @@ def _call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> 
         # quality measured apart.
         case, quality = judging_cases(plan, req, prompt)
         session, text = _session(prompt, vars_, plan, case, ledger_folder(ledger, vars_), quality)
+        if not text.strip():  # the attacker gave its strategy nothing to send: never a resisted attack
+            return {"error": no_prompt(plan, ledger_folder(ledger, vars_))}
     except (ValueError, KitInputError, OSError, TurnError) as e:
         return {"error": f"kit red-team target: {e}"}
     turn = len(session.users) + 1

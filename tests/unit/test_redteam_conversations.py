@@ -106,3 +106,15 @@ def test_a_folder_left_by_a_run_that_died_is_pruned_after_a_day(repo: Path) -> N
     os.utime(stale, (day_ago, day_ago))
     new = hooks.conversations_folder(repo)
     assert new.parent == parent and not stale.exists() and fresh.is_dir()
+
+
+@node
+def test_an_attacker_that_gives_no_prompt_is_an_error_naming_it(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIT_REDTEAM_ATTACKER", "openai:chat:prose-attacker")
+    ledger = repo / "ledger"
+    vars_ = {"case_file": "case.yaml", "case_id": "rt", "kit_ledger": str(ledger)}
+    out = target.call_api("  ", {"config": {"agent": "cdesk:run"}}, {"vars": vars_})
+    assert out["error"].startswith("the attacker openai:chat:prose-attacker produced no prompt for this turn"), out
+    ctx = {"vars": vars_, "providerResponse": {"metadata": {}}}
+    got = _node(f"console.log(JSON.stringify(require({json.dumps(str(SCRIPT))}).get_assert('', {json.dumps(ctx)})))")
+    assert got["pass"] is False and "error: the attacker openai:chat:prose-attacker produced no prompt" in got["reason"]
