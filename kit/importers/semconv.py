@@ -52,6 +52,8 @@ from kit.importers.common import (
     result_error,
     strict_text,
 )
+from kit.importers.converse import is_converse_message
+from kit.importers.converse import to_openai as converse_messages
 from kit.importers.mcp import McpSpans
 from kit.importers.otlp import OtelSpan
 
@@ -169,6 +171,9 @@ def chat_messages(items: Any) -> list[Msg]:
             continue
         if is_anthropic_message(m):  # an Anthropic request's messages (OpenInference's input.value)
             out += chat_messages(to_openai([m])[0])
+            continue
+        if is_converse_message(m):  # Bedrock Converse blocks (Strands' spans)
+            out += chat_messages(converse_messages([m])[0])
             continue
         if not set(m) & _MESSAGE_KEYS:  # a Responses-API item, a stream event: no message this reader knows
             raise UnknownBlock(f"message {i}: a {block_type(m)} item, which the importer does not read as a message")
@@ -398,6 +403,9 @@ def _event_messages(span: OtelSpan, notes: list[str]) -> tuple[list[Msg], list[M
             inputs += chat_messages([{**payload, "role": role}])
         elif name == "gen_ai.tool.message":
             content = payload.get("content")
+            if isinstance(content, list) and is_converse_message({"role": "user", "content": content}):
+                inputs += chat_messages([{"role": "user", "content": content}])  # Strands: toolResult blocks
+                continue
             resp = content if isinstance(content, str) else json.dumps(content, default=str)
             inputs.append(Msg("tool", tool_results=[{"id": payload.get("id"), "name": None, "response": resp}]))
         elif name == "gen_ai.choice":
@@ -406,6 +414,8 @@ def _event_messages(span: OtelSpan, notes: list[str]) -> tuple[list[Msg], list[M
                 msgs = [Msg("assistant", text=m)]
             elif isinstance(m, dict):
                 msgs = chat_messages([{"role": "assistant", **m}])
+            elif isinstance(m, list) and m and all(isinstance(b, dict) for b in m):  # its blocks (Strands')
+                msgs = chat_messages([{"role": "assistant", "content": m}])
             else:
                 msgs = []
                 notes.append(
@@ -568,6 +578,9 @@ def _tool(span: OtelSpan, conv: str) -> _ToolSpan:
         name = a.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip()
         raw_args = a.get("gen_ai.tool.call.arguments", a.get("tool_arguments"))
         raw_result = a.get("gen_ai.tool.call.result", a.get("gen_ai.tool.result.value", a.get("tool_response")))
+        if raw_args is None and raw_result is None:  # Strands' default: the call and its result as events
+            raw_args, raw_result = _tool_events(span)
+        raw_result = _blocks_text(raw_result)
         error = span.error or a.get("error.type")
         if a.get("gen_ai.tool.result.is_error") is True:
             error = error or (raw_result if isinstance(raw_result, str) else "tool reported an error")
@@ -593,6 +606,33 @@ def _called_with(raw: Any) -> Any:
     if wrapped and isinstance(v.get("args"), list) and isinstance(v.get("kwargs"), dict):
         return None if v["args"] else v["kwargs"]
     return raw
+
+
+def _tool_events(span: OtelSpan) -> tuple[Any, Any]:
+    """A tool span's arguments and result recorded as its own events (Strands' default conventions): the
+    arguments in `gen_ai.tool.message`'s `content`, the result in `gen_ai.choice`'s `message`."""
+    args = result = None
+    for name, ev in span.events:
+        if name == "gen_ai.tool.message" and "content" in ev:
+            args = ev["content"]
+        elif name == "gen_ai.choice" and "message" in ev:
+            result = ev["message"]
+    return args, result
+
+
+def _blocks_text(raw: Any) -> Any:
+    """A tool result given as content blocks that are all text (`[{"text": ...}]`, Converse's; or `{"type":
+    "text", "text"}` parts) as the text they hold; anything else as it is."""
+    v = _json(raw)
+    if not isinstance(v, list) or not v:
+        return raw
+    texts = []
+    for b in v:
+        text = b.get("text") if isinstance(b, dict) else None
+        if not isinstance(text, str) or not set(b) <= {"text", "type"} or b.get("type", "text") != "text":
+            return raw
+        texts.append(text)
+    return "".join(texts)
 
 
 def _tool_message(raw: Any) -> dict[str, Any] | None:

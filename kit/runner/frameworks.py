@@ -36,6 +36,7 @@ from typing import Any
 from kit.errors import KitInputError
 from kit.importers.anthropic import is_anthropic_message, is_stream_event
 from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
+from kit.importers.converse import is_converse_message
 from kit.runner.smolagents_steps import step_kind
 
 # Fields of a trace (kit.trace.Trace), listed here so that recognising one does not build its schema.
@@ -115,6 +116,8 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
             raise UnknownResult(str(e)) from None
     if origin == "pydantic_ai" and callable(getattr(result, "all_messages", None)):
         result = result.all_messages()  # a run's result (AgentRunResult): its messages
+    if origin == "strands":  # its AgentResult keeps the last message only: the calls are in agent.messages
+        raise UnknownResult("returned a Strands AgentResult, which holds only its last message: return agent.messages")
     if origin == "smolagents" and isinstance(getattr(result, "steps", None), list):
         result = result.steps  # an AgentMemory, or a run's RunResult (`return_full_result=True`): its steps
     if origin == "anthropic":
@@ -143,6 +146,8 @@ def _origin(obj: Any) -> str | None:
             return "pydantic_ai"
         if root == "smolagents" and callable(getattr(obj, "dict", None)):
             return "smolagents"
+        if root == "strands" and hasattr(obj, "stop_reason") and hasattr(obj, "metrics"):
+            return "strands"
         if root == "agents" and hasattr(obj, "to_input_list") and hasattr(obj, "raw_responses"):
             return "openai_agents"
         if root == "openai" and hasattr(obj, "model_dump"):
@@ -207,6 +212,8 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
     kinds = {_item_kind(m) for m in items}
     if "anthropic" in kinds and kinds <= {"anthropic", "openai"}:
         return _from_anthropic(items, extra, case_id, where)
+    if "converse" in kinds and kinds <= {"converse", "openai"}:
+        return _from_converse(items, extra, case_id, where)
     if not items or kinds == {"openai"}:
         from kit.runner.framework_agents import by_message_name
 
@@ -251,6 +258,8 @@ def _item_kind(m: Any) -> str:
             return "smolagents"
         if is_anthropic_message(m) or is_stream_event(m):
             return "anthropic"
+        if is_converse_message(m):
+            return "converse"
         if m.get("type") in RESPONSES_TYPES:
             return "responses"
         if "role" in m:
@@ -280,6 +289,18 @@ def _from_anthropic(items: list[Any], extra: dict[str, Any], case_id: str, where
     if isinstance(conv.get("usage"), dict):
         conv["usage"] = usage_of(conv["usage"]) or conv["usage"]
     return _converted(conv, case_id, "anthropic", errors=errors, what=where)
+
+
+def _from_converse(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:
+    """Bedrock Converse messages (Strands' `agent.messages`; kit.importers.converse)."""
+    from kit.importers.converse import to_openai
+
+    try:
+        messages, errors = to_openai(items)
+    except UnknownBlock as e:
+        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    conv = {**_openai_extra(extra), "messages": messages}
+    return _converted(conv, case_id, "converse", errors=errors, what=where)
 
 
 def _openai_extra(extra: dict[str, Any]) -> dict[str, Any]:

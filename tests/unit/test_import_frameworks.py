@@ -19,7 +19,7 @@ from kit.runner.frameworks import UnknownResult, trace_dict
 from kit.trace import Trace, parse_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage", "otel_genai", "smolagents"]
+FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage", "otel_genai", "smolagents", "strands", "strands_latest"]
 BUG = {"guarded:issue_refund", "order:lookup_order<issue_refund"}
 
 

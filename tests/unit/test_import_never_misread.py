@@ -195,6 +195,7 @@ READERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "import-detected": lambda data: convert(data, case_id="c")[0],
     "import-openai": lambda data: convert(data, "openai", case_id="c")[0],
     "import-anthropic": lambda data: convert(data, "anthropic", case_id="c")[0],
+    "import-converse": lambda data: convert(data, "converse", case_id="c")[0],
     "genai-span": lambda data: convert(
         _otlp({"gen_ai.operation.name": "chat", "gen_ai.input.messages": _messages(data)}), "genai", case_id="c"
     )[0],
@@ -234,20 +235,20 @@ def test_anthropic_messages_are_read_by_the_runner_and_by_kit_import(shape: str)
 def test_a_refusal_names_the_block_and_where_it_is() -> None:
     with pytest.raises(UnknownResult, match=r"message 3, content block 1: a server_tool_use block"):
         trace_dict(_anthropic_holding_server_tool(), "c")
-    with pytest.raises(UnknownResult, match=r"message 1, content block 0: a \{'toolUse'\} block"):
-        trace_dict(_converse(), "c")
+    with pytest.raises(UnknownResult, match=r"message 1, content block 0: a \{'function_call'\} block"):
+        trace_dict([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"function_call": {}}]}], "c")
     with pytest.raises(KitInputError, match=r"message 3, content block 0: a tool_use block"):
         convert(_openai_holding_tool_use(), "openai", case_id="c")
     with pytest.raises(KitInputError, match=r"span 'chat' .*message 1, part 0: a \{'function_call'\} part"):
         convert(_otlp({"gen_ai.operation.name": "chat", "gen_ai.input.messages": _gemini()}), case_id="c")
 
 
-def test_kit_import_refuses_a_converse_list_with_exit_2_and_reads_an_anthropic_one(
+def test_kit_import_refuses_a_block_it_does_not_know_with_exit_2_and_reads_an_anthropic_list(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "converse.json").write_text(json.dumps(_converse()))
-    assert main(["import", str(tmp_path / "converse.json"), "-o", str(tmp_path / "out.json")]) == 2
-    assert "a {'toolUse'} block" in capsys.readouterr().err
+    (tmp_path / "gemini.json").write_text(json.dumps({"messages": _openai_holding_tool_use()}))
+    assert main(["import", str(tmp_path / "gemini.json"), "--format", "openai", "-o", str(tmp_path / "o.json")]) == 2
+    assert "content block 0: a tool_use block" in capsys.readouterr().err
     (tmp_path / "anthropic.json").write_text(json.dumps(_anthropic()))
     assert main(["import", str(tmp_path / "anthropic.json"), "-o", str(tmp_path / "out.json")]) == 0
     trace = json.loads((tmp_path / "out.json").read_text())
