@@ -246,7 +246,9 @@ async def _run(args: argparse.Namespace, named: _Named | None, timeout: float) -
 
 async def _action(args: argparse.Namespace, named: _Named | None, timeout: float) -> int:
     if args.action == "record":
-        return await _record(_target(args), Path(args.out), timeout, args.port, overwrite=args.overwrite)
+        out = Path(args.out)
+        tell = out.stem if args.port is None else None
+        return await _record(_target(args), out, timeout, args.port, overwrite=args.overwrite, tell=tell)
     if args.action == "replay":
         return await _replay(Path(args.cassette), args.port)
     if args.action == "verify":
@@ -259,12 +261,14 @@ async def _action(args: argparse.Namespace, named: _Named | None, timeout: float
     return await _serve_named(args, named, timeout)
 
 
-async def _record(target: list[str] | str, out: Path, timeout: float, port: int | None, *, overwrite: bool) -> int:
+async def _record(
+    target: list[str] | str, out: Path, timeout: float, port: int | None, *, overwrite: bool, tell: str | None = None
+) -> int:
     from kit.mcp.proxy import Recorder, upstream
 
     _loaded()
     async with upstream(target, timeout) as client:
-        recorder = Recorder(client, out, timeout, overwrite=overwrite)
+        recorder = Recorder(client, out, timeout, overwrite=overwrite, tell=tell)
         await recorder.start()
         return await _serve(recorder, port, "record")
 
@@ -309,7 +313,8 @@ async def _serve_named(args: argparse.Namespace, named: _Named, timeout: float) 
     if server.target is None:
         raise KitInputError(f"[tool.kit.mcp.servers.{args.name}]: mode {mode} needs the server's command or url")
     if mode == "record":
-        return await _record(server.target, server.cassette, timeout, args.port, overwrite=False)
+        tell = server.name if args.port is None else None
+        return await _record(server.target, server.cassette, timeout, args.port, overwrite=False, tell=tell)
     from kit.mcp.proxy import Passthrough, upstream
 
     _loaded()

@@ -19,6 +19,7 @@ any).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import stat
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit.errors import KitInputError
 from kit.mcp.process import alive, identity, start_time
 
 FOLDER = Path("/tmp") / f"kit-mcp-{os.getuid()}"
@@ -81,11 +83,12 @@ def _prune() -> None:
 
 @dataclass
 class Report:
-    """What this process's MCP servers told since a time: the calls a replayed cassette could not answer,
-    and the servers that replayed a cassette (server -> cassette)."""
+    """What this process's MCP servers told since a time: the calls a replayed cassette could not answer, and
+    the servers that replayed a cassette or recorded into one (server -> cassette)."""
 
     misses: list[tuple[str, str]] = field(default_factory=list)  # (server, what the replay said)
     replayed: dict[str, str] = field(default_factory=dict)
+    recorded: dict[str, str] = field(default_factory=dict)
 
 
 def reported_since(t0: float) -> Report:
@@ -106,24 +109,89 @@ def reported_since(t0: float) -> Report:
         server = str(event.get("server") or "")
         if isinstance(event.get("miss"), str):
             report.misses.append((server, event["miss"]))
-        if isinstance(event.get("replayed"), str):
-            report.replayed[server] = event["replayed"]
+        for kind in ("replayed", "recorded"):
+            if isinstance(event.get(kind), str):
+                getattr(report, kind)[server] = event[kind]
     return report
 
 
 def with_mcp_report(called: Any, case_id: str) -> Any:
-    """An attempt's Called (kit.runner.invoke), read with what its MCP servers told: a call a replayed
-    cassette could not answer is the attempt's error, whatever the agent returned (its own code may have
-    swallowed the failed call)."""
+    """An attempt's Called (kit.runner.invoke), read with what its MCP servers told:
+    - a call a replayed cassette could not answer is the attempt's error, whatever the agent returned (its own
+      code may have swallowed the failed call);
+    - an attempt whose tools recorded into a cassette keeps its end state there, for this case;
+    - an attempt whose tools ran from a replayed cassette wrote no database: its end state is the one recorded
+      with the cassette for this case, else its end_state checks are errors naming the replay (never a
+      failure of tables no tool wrote)."""
     if called.error is not None or called.skipped is not None:
         return called
     report = reported_since(time.time() - called.agent_s - SLACK_S)
-    if not report.misses:
-        return called
     import dataclasses
 
-    server, said = report.misses[0]
-    to = f" to server {server}" if server else ""
-    more = f" (and {len(report.misses) - 1} more)" if len(report.misses) > 1 else ""
-    error = f"the agent made an MCP call{to} that its replayed cassette cannot answer: {said}{more}"
-    return dataclasses.replace(called, error=error, data=None, json=None, trace=None)
+    if report.misses:
+        server, said = report.misses[0]
+        to = f" to server {server}" if server else ""
+        more = f" (and {len(report.misses) - 1} more)" if len(report.misses) > 1 else ""
+        error = f"the agent made an MCP call{to} that its replayed cassette cannot answer: {said}{more}"
+        return dataclasses.replace(called, error=error, data=None, json=None, trace=None)
+    data = called.data
+    if not isinstance(data, dict) or "end_state" not in data:
+        return called
+    for cassette in report.recorded.values():
+        try:
+            _keep_end_state(Path(cassette), case_id, data)
+        except (KitInputError, OSError) as e:
+            why = f"the end state could not be kept with the recorded MCP cassette {cassette}: {e}"
+            return dataclasses.replace(called, error=why, data=None, json=None, trace=None)
+    if not report.replayed:
+        return called
+    new = {k: v for k, v in data.items() if k not in ("end_state", "end_state_columns")}
+    recorded = next((s for c in report.replayed.values() if (s := _recorded_end_state(Path(c), case_id))), None)
+    if recorded is not None:
+        new.update(recorded)
+    else:
+        server, cassette = next(iter(report.replayed.items()))
+        new["end_state"] = data["end_state"]
+        new["end_state_replayed"] = (
+            f"not judged: the tools ran from the replayed MCP cassette {cassette} (server {server}), which writes "
+            f"no database and holds no end state recorded for case {case_id!r}: record the case "
+            "(KIT_MCP_MODE=record) to judge its end state under replay"
+        )
+    from kit.trace import parse_trace
+
+    try:
+        trace = parse_trace(new)
+    except Exception as e:  # a recorded end state that is not one: the attempt's error, named
+        why = f"the end state recorded with the replayed MCP cassette for case {case_id!r} cannot be read: {e}"
+        return dataclasses.replace(called, error=why, data=None, json=None, trace=None)
+    text = json.dumps(new, default=str) if called.json is not None else None
+    return dataclasses.replace(called, data=new, trace=trace, json=text)
+
+
+def _recorded_end_state(cassette: Path, case_id: str) -> dict[str, Any] | None:
+    try:
+        st = cassette.stat()
+    except OSError:
+        return None
+    found = _end_states(str(cassette), st.st_mtime_ns, st.st_size).get(case_id)
+    return json.loads(json.dumps(found)) if isinstance(found, dict) else None  # the caller's own copy
+
+
+@functools.lru_cache(maxsize=16)
+def _end_states(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
+    """A cassette's recorded end states (read once per version of the file)."""
+    try:
+        states = json.loads(Path(path).read_text(encoding="utf-8")).get("end_states")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return states if isinstance(states, dict) else {}
+
+
+def _keep_end_state(cassette: Path, case_id: str, data: dict[str, Any]) -> None:
+    from kit.mcp.cassette import McpCassette, locked
+
+    fields = {k: data[k] for k in ("end_state", "end_state_columns") if k in data}
+    with locked(cassette):
+        recorded = McpCassette.load(cassette)
+        recorded.keep_end_state(case_id, fields)
+        recorded.save()

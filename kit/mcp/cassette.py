@@ -3,7 +3,8 @@
     {"format": "kit-mcp-cassette/1",
      "server": {"name": ..., "version": ...},          # the server's own serverInfo
      "tools": [{name, description, inputSchema, ...}],  # its tools/list, as the MCP wire format spells it
-     "calls": [{"tool": ..., "arguments": {...}, "result": {CallToolResult}} | {..., "error": "..."}]}
+     "calls": [{"tool": ..., "arguments": {...}, "result": {CallToolResult}} | {..., "error": "..."}],
+     "end_states": {case_id: {"end_state": {table: rows}, "end_state_columns": {...}}}}  # optional
 
 Calls are keyed by tool name + canonical arguments (`kit.canonical.canonical`): key order and 1 vs 1.0 never
 miss. A key recorded several times replays its results in recorded order and then keeps answering the last,
@@ -135,6 +136,15 @@ class McpCassette:
         self.data["calls"].append(entry)
         self._replies[call_key(tool, arguments)].append(entry)
 
+    # The end state the live tools left, per case (kept from a recorded attempt): what a replayed attempt of
+    # that case is judged on, since replayed tools write no database.
+    def end_state(self, case_id: str) -> dict[str, Any] | None:
+        found = (self.data.get("end_states") or {}).get(case_id)
+        return dict(found) if isinstance(found, dict) else None
+
+    def keep_end_state(self, case_id: str, fields: dict[str, Any]) -> None:
+        self.data.setdefault("end_states", {})[case_id] = fields
+
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
@@ -162,6 +172,11 @@ def _problem(data: Any) -> str | None:
             return f"call {i + 1} ({c['tool']}): needs exactly one of result and error"
     if not isinstance(data.get("server", {}), dict):
         return "server must be an object"
+    states = data.get("end_states", {})
+    if not isinstance(states, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("end_state"), dict) for v in states.values()
+    ):
+        return "end_states must map each case id to {end_state: {table: rows}, end_state_columns: ...}"
     return _wire_problem(data)
 
 

@@ -160,10 +160,15 @@ class Passthrough:
 class Recorder(Passthrough):
     """Passes calls through and writes each answer to the cassette `out`."""
 
-    def __init__(self, client: Client, out: Path, timeout: float, *, overwrite: bool = False) -> None:
+    def __init__(
+        self, client: Client, out: Path, timeout: float, *, overwrite: bool = False, tell: str | None = None
+    ) -> None:
+        """`tell`: the server's name for the agent, when the agent's process started this one (stdio): told
+        that its attempt recorded into `out` (kit.mcp.attempts), so the attempt's end state is kept with it."""
         super().__init__(client, timeout)
         self.out = out
         self.overwrite = overwrite
+        self.tell = tell
 
     async def start(self) -> None:
         """Lists the tools once and writes them: a cassette of another server version is refused, naming
@@ -189,6 +194,11 @@ class Recorder(Passthrough):
             cassette.save()
 
     def answered(self, name: str, arguments: dict[str, Any], **outcome: Any) -> None:
+        if self.tell is not None:
+            from kit.mcp.attempts import tell_parent
+
+            tell_parent({"server": self.tell, "recorded": str(self.out.resolve())})
+            self.tell = None  # once a session
         with locked(self.out):
             cassette = McpCassette.load(self.out)
             cassette.add_call(name, arguments, **outcome)

@@ -29,11 +29,19 @@ class Replayer:
         self.version = str(server.get("version") or "")
         self.misses: list[str] = []
         self.tell = tell
+        self.told = False
 
     async def list_tools(self) -> list[dict[str, Any]]:
         return self.cassette.tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if self.tell is not None and not self.told:
+            # The attempt's tools ran from this cassette: its end_state checks are judged from the state recorded
+            # with it (kit.mcp.attempts), not from a database no tool wrote.
+            from kit.mcp.attempts import tell_parent
+
+            tell_parent({"server": self.tell, "replayed": str(self.cassette.path.resolve())})
+            self.told = True
         try:
             entry = self.cassette.reply(name, arguments)
         except CassetteMiss as e:

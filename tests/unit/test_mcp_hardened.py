@@ -179,6 +179,12 @@ async def main():
         print(r.is_error, r.content[0].text)
 
 anyio.run(main)
+# What the kit's runner does after the attempt (kit.runner.invoke): the recorded attempt's end state is kept.
+from kit.mcp.attempts import with_mcp_report
+from kit.runner.invoke import Called
+
+state = {"orders": [{"order_id": "ORD-8", "status": "shipped"}]}
+assert with_mcp_report(Called(data={"final_output": "x", "spans": [], "end_state": state}, agent_s=30), "c8").error is None
 """
 
 
@@ -194,8 +200,12 @@ def test_the_agents_record_mode_reaches_a_server_started_with_the_sdks_default_e
         [sys.executable, "-c", AGENT, KIT], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
     assert agent.stdout.startswith("False"), agent.stdout + agent.stderr
-    [call] = json.loads((tmp_path / "recorded" / "shop.json").read_text())["calls"]
+    recorded = json.loads((tmp_path / "recorded" / "shop.json").read_text())
+    [call] = recorded["calls"]
     assert call["tool"] == "lookup_order" and call["arguments"] == {"order_id": "ORD-8"}
+    assert agent.returncode == 0, agent.stderr
+    # The attempt's end state, kept with the cassette: what a replay of case c8 is judged on.
+    assert recorded["end_states"] == {"c8": {"end_state": {"orders": [{"order_id": "ORD-8", "status": "shipped"}]}}}
 
 
 def swallowing_desk(text: str) -> dict[str, Any]:
@@ -231,3 +241,48 @@ def test_a_miss_the_agents_code_swallows_is_the_attempts_error(tmp_path: Path, m
     time.sleep(SLACK_S + 0.1)
     later = Called(data={"final_output": "ok", "spans": []}, agent_s=0.0)  # an attempt after it: not its miss
     assert with_mcp_report(later, case.id).error is None
+
+
+def refunding_desk(text: str) -> dict[str, Any]:
+    """An agent whose refund tool (MCP, replayed) would write the shop's database: it hands back that database's
+    tables, which no replayed tool wrote."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def main() -> None:
+        params = StdioServerParameters(command=KIT, args=["mcp", "replay", os.environ["DESK_CASSETTE"]])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert not (await session.call_tool("issue_refund", {"order_id": "GA-1001"})).is_error
+
+    anyio.run(main)
+    return {"final_output": "Refunded GA-1001.", "spans": [], "end_state": {"refunds": []}}
+
+
+def test_a_replayed_attempts_end_state_is_the_one_recorded_with_the_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kit.case import load_suite
+    from kit.mcp.attempts import with_mcp_report
+    from kit.runner.agents import load_agent
+    from kit.runner.invoke import call, judge
+
+    tools = [{"name": "issue_refund", "inputSchema": SCHEMA}]
+    answer = {"content": [{"type": "text", "text": "refunded"}]}
+    calls = [{"tool": "issue_refund", "arguments": {"order_id": "GA-1001"}, "result": answer}]
+    c = _cassette(tmp_path / "shop.json", tools, calls)
+    recorded = json.loads(c.read_text())
+    recorded["end_states"] = {"refund": {"end_state": {"refunds": [{"order_id": "GA-1001", "amount": 240.0}]}}}
+    c.write_text(json.dumps(recorded))
+    monkeypatch.setenv("DESK_CASSETTE", str(c))
+    check = '{type: end_state, query: "SELECT order_id, amount FROM refunds", expected: [[GA-1001, 240.0]]}'
+    (tmp_path / "cases.yaml").write_text(
+        "\n".join(f"- id: {i}\n  input: Refund GA-1001.\n  checks:\n    - {check}" for i in ("refund", "unrecorded"))
+    )
+    refund, unrecorded = load_suite(tmp_path / "cases.yaml").cases
+    called = call(load_agent(f"{__name__}:refunding_desk"), refund, 0, timeout=60)
+    assert not judge(called, refund, 0).case_run.passed  # as the agent returned it: a false failure
+    run = judge(with_mcp_report(called, refund.id), refund, 0).case_run
+    assert run.passed, run  # judged on the tables the live tools left when the cassette was recorded
+    run = judge(with_mcp_report(called, unrecorded.id), unrecorded, 0).case_run
+    assert run.outcome == "error" and "replayed MCP cassette" in run.results[0].reason, run
