@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kit.settings import Settings
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,10 +33,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return serve(args) if args.action == "serve" else prune_unused(args)
+    from kit.settings import load_settings
+
+    settings = load_settings()
+    return serve(args, settings) if args.action == "serve" else prune_unused(args, settings)
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace, settings: Settings) -> int:
     import signal
     import threading
 
@@ -40,12 +47,11 @@ def serve(args: argparse.Namespace) -> int:
     from kit.names import name_problem
     from kit.recording import from_settings
     from kit.recording.endpoint import Endpoint
-    from kit.settings import load_settings
 
     problem = name_problem(args.name)
     if problem is not None:
         raise KitInputError(f"recording name {args.name!r} {problem}")
-    recordings = from_settings(load_settings())
+    recordings = from_settings(settings)
     if recordings is None:
         raise KitInputError("[tool.kit.recordings] mode is live: give the Node side the model's own base URL")
     stop = threading.Event()
@@ -63,7 +69,7 @@ def serve(args: argparse.Namespace) -> int:
     return 1 if endpoint.misses else 0
 
 
-def prune_unused(args: argparse.Namespace) -> int:
+def prune_unused(args: argparse.Namespace, settings: Settings) -> int:
     from kit.case import MAX_RUNS
     from kit.commands.init import REDTEAM_CASE_ID
     from kit.errors import KitInputError
@@ -72,9 +78,8 @@ def prune_unused(args: argparse.Namespace) -> int:
     from kit.recording import prune
     from kit.recording.files import JUDGE_PREFIX
     from kit.recording.format import case_ids
-    from kit.settings import load_settings
 
-    plan = make_plan(load_settings(), cases=args.cases, defer_agent=True)
+    plan = make_plan(settings, cases=args.cases, defer_agent=True)
     suite = plan.suite
     if suite.errors:
         raise KitInputError(f"the suite does not load, nothing pruned: {suite.errors[0]}")

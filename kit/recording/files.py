@@ -53,10 +53,13 @@ def locked(folder: Path) -> Iterator[None]:
 def save_attempt(
     folder: Path, case_id: str, attempt: int, exchanges: list[Exchange], model: str | None, session: str = ""
 ) -> Path:
-    """Attempt `attempt` of the case (re)recorded into its file, the other attempts kept: replaced on the
-    session's first save of it, added to on the next (another call of the agent for the same attempt)."""
+    """Attempt `attempt` of the case (re)recorded into its file, the other attempts kept (unless recorded with
+    another model): replaced on the session's first save of it, added to on the next (another call of the agent
+    for the same attempt)."""
     with locked(folder):
-        current = read(folder, case_id) or Recording(case=case_id, model=model)
+        current = read(folder, case_id)
+        if current is None or current.model != model:  # another model's attempts are no recording of this one
+            current = Recording(case=case_id, model=model)
         state = _session(folder, session)
         mark = f"{case_id}\n{attempt}"
         if mark in state["written"]:

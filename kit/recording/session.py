@@ -4,7 +4,7 @@
     install(rec)                                   # the plan does it (`Plan.recordings`); hosts follow
     with attempt("refund/late", 0) as tape:        # kit.runner.invoke, around the agent's call
         ...                                        # the agent's SDK calls are answered from the tape
-    error = finish(tape)                           # the attempt's misses (replay), or None; record: saved
+    error = rec.finish(tape)                       # the attempt's misses (replay), or None; record: saved
 
 `live` installs nothing. `install` also sets the settings' own variables (KIT_RECORDINGS_MODE, KIT_RECORDINGS,
 KIT_AGENT_MODEL for the pinned model) so a process started afterwards (the runner's host processes) resolves
