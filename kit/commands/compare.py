@@ -17,9 +17,7 @@ from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "a", nargs="?", help="the earlier run (default: the baseline of B; with B named, previous)"
-    )
+    parser.add_argument("a", nargs="?", help="the earlier run (default: the baseline of B; with B named, previous)")
     parser.add_argument("b", nargs="?", help="the later run (default: the latest gated make evals, else latest)")
     parser.add_argument("--source", choices=("kit", "deepeval", "promptfoo"), help="only runs from this source")
     parser.add_argument("--k", type=int, default=2, help="k of the suite's pass^k shown beside pass^1 (default 2)")
@@ -32,10 +30,12 @@ def main(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from kit.aggregate import evidence
+    from kit.commands.report import merge_verdict
     from kit.errors import KitInputError
     from kit.gate.policy import load_policy
     from kit.gate.rules import RunRules
     from kit.names import terminal
+    from kit.report import verdict_view
     from kit.report.compare_view import evidence_text
     from kit.report.text import newly_successful_attacks, render_comparison
     from kit.settings import load_settings
@@ -66,19 +66,23 @@ def main(args: argparse.Namespace) -> int:
     except q.RunNotFound as e:
         print(terminal(f"kit compare: {store.path}: {e}"), file=sys.stderr)
         return 2
+    # First what decides a merge: the gate on B with A as its baseline (kit.commands.report.merge_verdict).
+    gate = merge_verdict(store, [(b, a)], Path(args.config) if args.config else settings.gates, settings.cases)
     if args.json:
         flips = {
             "pass_to_fail": [asdict(f) for f in cmp.pass_to_fail],
             "fail_to_pass": [asdict(f) for f in cmp.fail_to_pass],
             "new_attacks": [f.case_id for f in newly_successful_attacks(cmp)],
         }
-        print(json.dumps({"a": a, "b": b, "chosen": chosen, **ev.to_json(), **flips}, indent=2))
+        said = {"passed": gate.passed, "title": gate.title(), "problems": [p for r in gate.runs for p in r.problems]}
+        print(json.dumps({"a": a, "b": b, "chosen": chosen, "gate": said, **ev.to_json(), **flips}, indent=2))
     else:
+        print(verdict_view.text(gate) + "\n")
         if chosen:
             print(terminal(chosen) + "\n")
         print(render_comparison(cmp, run_a, run_b))
         print()
-        print(terminal(evidence_text(ev, args.k)))
+        print(terminal(evidence_text(ev, args.k, gate.under_floor(b))))
     return 0
 
 
@@ -97,10 +101,14 @@ def _pair(con, a: str | None, b: str | None, source: str | None, max_error_share
                 f"no baseline for run {gated} ({info['source']}) of the latest make evals ({info['evals_id']}): no "
                 "earlier make evals wrote a complete run of the same source, kind and agent that is not an outage"
             )
-        return base, gated, (
-            f"compared: B = run {gated} ({info['source']}), of the latest gated make evals ({info['evals_id']}); "
-            f"A = run {base}, its baseline (the last complete run of an earlier make evals of the same source, "
-            "kind and agent that is not an outage)"
+        return (
+            base,
+            gated,
+            (
+                f"compared: B = run {gated} ({info['source']}), of the latest gated make evals ({info['evals_id']}); "
+                f"A = run {base}, its baseline (the last complete run of an earlier make evals of the same source, "
+                "kind and agent that is not an outage)"
+            ),
         )
     rb = q.resolve_run(con, b or "latest", source)
     ra = q.resolve_run(con, a or "previous", source)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +98,8 @@ class GateResult:
     # run, or no rules recorded) and the baseline with why it is that run. make evals shows these too.
     context: tuple[str, ...] = ()
 
+    under_floor: dict[str, float] = field(default_factory=dict)  # case -> its floor (kit.gate.verdict.under_floor)
+    baseline: str | None = None  # the run it was held against
     @property
     def passed(self) -> bool:
         return not self.problems
@@ -131,7 +133,7 @@ def gate_run(
     wins over the recorded one (a case's own floor stays the run's), and the first note says which policy
     judged the run. RunNotFound, or KitInputError when the baseline is the gated run itself."""
     from kit.errors import KitInputError
-    from kit.gate.verdict import Baseline, verdict
+    from kit.gate.verdict import Baseline, under_floor, verdict
     from kit.names import printable
     from kit.report.data import gather
     from kit.store import queries as q
@@ -141,7 +143,7 @@ def gate_run(
     with store.connect() as con:
         recorded = q.run_rules_json(con, run_id)
         rules, notes = _rules_of(recorded, run_id, policy, floors or {}, named)
-        base_data = None
+        base_data = base = None
         if baseline:
             base, why = _baseline(con, baseline, data.run, rules.policy.baseline.max_error_share, source)
             if base == run_id:
@@ -155,7 +157,8 @@ def gate_run(
     if own and rules.origin == "ingest":  # said by kit gate, not in make evals' context (its hook ingests at once)
         more.insert(0, f"run {run_id}'s rules were read from the settings when its results were ingested")
     shown = tuple(printable(n) for n in notes + more)  # a file or run named from data: one line, escaped
-    return GateResult(data.run, tuple(fails), shown, data.totals["pass_rate"], own, shown[: len(notes)])
+    below, context = under_floor(data, rules), shown[: len(notes)]
+    return GateResult(data.run, tuple(fails), shown, data.totals["pass_rate"], own, context, below, base)
 
 
 def _rules_of(

@@ -7,7 +7,10 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kit.report.verdict_view import MergeVerdict
 
 SOURCES = ("kit", "deepeval", "promptfoo")
 
@@ -147,7 +150,7 @@ def report(req: ReportRequest) -> Report:
     policy) is a KitInputError naming it."""
     from kit.errors import KitInputError
     from kit.gate.policy import GatePolicy, load_policy
-    from kit.report import compare_view, html, text
+    from kit.report import compare_view, html, text, verdict_view
     from kit.report import page_data as pd
     from kit.report.data import gather
     from kit.store import open_store
@@ -167,19 +170,31 @@ def report(req: ReportRequest) -> Report:
     tags = _tags(req) if req.html else {}
     page = side = None
     shown: str | None = None
+    run_ids: list[str] = []
+    pair: tuple[str, str] | None = None
     try:
         with store.connect() as con:
             if req.html or req.md or req.compare:
                 run_ids, pair = _choose(con, req)
-                alpha = _recorded_alpha(con, pair[1], alpha) if pair and not req.gates else alpha
-                side = pd.side_by_side(con, *pair, k=req.k, alpha=alpha) if pair else None
+            gated = _gated(con, req, run_ids, pair, _error_share(policy_file))
+        # The report opens with the gate's verdict (a session of its own: the gate opens the store itself).
+        verdict = merge_verdict(store, gated, policy_file, req.cases)
+        with store.connect() as con:
+            if pair:
+                alpha = _recorded_alpha(con, pair[1], alpha) if not req.gates else alpha
+                under = verdict.under_floor(pair[1])
+                side = pd.side_by_side(con, *pair, k=req.k, alpha=alpha, under_floor=under)
             if req.html:
-                page = html.render(html.gather(con, run_ids, k=req.k, side=side, tags=tags, recent=req.recent))
-            if req.compare and req.text:
+                page = html.render(
+                    html.gather(con, run_ids, k=req.k, side=side, tags=tags, recent=req.recent, verdict=verdict)
+                )
+            if req.compare and req.text and pair:
                 cmp = q.compare(con, *pair)
                 shown = text.render_comparison(cmp, q.run_info(con, pair[0]), q.run_info(con, pair[1]))
         if not req.compare and req.text:  # a store session of its own, after the one above has let the lock go
             shown = text.render(gather(store, req.run, k=req.k, source=req.source, recent=req.recent))
+        if shown is not None:
+            shown = f"{verdict_view.text(verdict)}\n\n{shown}"
     except q.RunNotFound as e:
         raise KitInputError(f"{store.path}: {e}") from None
     if shown is not None and not req.compare:  # the production section under the run's, when there is one
@@ -193,8 +208,75 @@ def report(req: ReportRequest) -> Report:
         if side is None:
             notes.append(f"no baseline to compare with; {req.md} not written")
         else:
-            md = _write(req.md, compare_view.markdown(side))
+            md = _write(req.md, compare_view.markdown(side, verdict=verdict))
     return Report(shown, req.html if page is not None else None, md, tuple(notes))
+
+
+def _gated(
+    con: Any, req: ReportRequest, run_ids: list[str], pair: tuple[str, str] | None, share: float
+) -> list[tuple[str, str | None]]:
+    """The runs whose gate the report opens with, each with the baseline it is held against: the page's
+    runs that are not controls (as `make evals` gates them), else the side by side's B against its A, else
+    the run reported. A run's baseline: A for the side by side's B, else `queries.baseline_run` (what
+    `make evals` holds it against, never an outage by `share`: the policy's baseline.max_error_share)."""
+    from kit.store import queries as q
+
+    if req.html:
+        chosen = [r for r in run_ids if not q.is_control(q.run_info(con, r))]
+    elif pair:
+        chosen = [pair[1]]
+    else:
+        chosen = [q.resolve_run(con, req.run, req.source)]
+    return [(r, pair[0] if pair and r == pair[1] else q.baseline_run(con, r, share)) for r in chosen]
+
+
+def merge_verdict(
+    store: Any, gated: list[tuple[str, str | None]], policy_file: Path | None, cases: Path | None
+) -> MergeVerdict:
+    """The gate's verdict on these runs (each with its baseline): kit.commands.gate.gate_run, what `kit gate`
+    prints and `make evals` exits on, gathered for the head of a report (kit.report.verdict_view). A run the
+    gate cannot judge (a policy it cannot read, a run gone) is named with why: the change may not merge."""
+    from kit.commands.gate import case_floors, gate_run
+    from kit.errors import KitInputError
+    from kit.gate.policy import GatePolicy, load_policy
+    from kit.report.verdict_view import MergeVerdict, RunVerdict
+    from kit.store import queries as q
+
+    try:
+        policy = load_policy(policy_file) if policy_file else GatePolicy()
+        floors = case_floors(Path(cases))[0] if cases is not None else {}
+    except KitInputError as e:
+        return MergeVerdict((), (f"the gate could not read its rules: {e}",))
+    runs, unjudged = [], []
+    for run_id, baseline in gated:
+        try:
+            result = gate_run(store, run_id, policy, floors, baseline=baseline)
+        except (q.RunNotFound, KitInputError) as e:
+            unjudged.append(f"gate could not judge run {run_id}: {e}")
+            continue
+        runs.append(
+            RunVerdict(
+                run_id=run_id,
+                source=str(result.run["source"]),
+                agent=result.run.get("agent"),
+                headline=result.headline + (f" [{result.run['agent']}]" if result.run.get("agent") else ""),
+                problems=result.problems,
+                context=result.context,
+                under_floor=result.under_floor,
+            )
+        )
+    return MergeVerdict(tuple(runs), tuple(unjudged))
+
+
+def _error_share(policy_file: Path | None) -> float:
+    """The policy's baseline.max_error_share (the default when it cannot be read: the verdict says why)."""
+    from kit.errors import KitInputError
+    from kit.gate.policy import GatePolicy, load_policy
+
+    try:
+        return (load_policy(policy_file) if policy_file else GatePolicy()).baseline.max_error_share
+    except KitInputError:
+        return GatePolicy().baseline.max_error_share
 
 
 def _production(store: Any) -> str:

@@ -101,6 +101,17 @@ def _meets(passed: int, attempts: int, floor: float) -> bool:
     return bool(attempts) and passed / attempts >= floor - 1e-12
 
 
+def under_floor(data: ReportData, rules: RunRules) -> dict[str, float]:
+    """The cases whose pass fraction is under their floor, with the floor: what `verdict` calls a failed case
+    (it fails the run unless an accepted risk or `hard.fail_on_failure: false` excuses it). A report shows
+    such a case as under its floor, never as noise, whatever chance says of its change."""
+    return {
+        c["case_id"]: rules.floor(c["case_id"])
+        for c in data.cases
+        if int(c["n"]) and not _meets(int(c["c"]), int(c["n"]), rules.floor(c["case_id"]))
+    }
+
+
 def verdict(data: ReportData, rules: RunRules, baseline: Baseline | None = None) -> tuple[list[str], list[str]]:
     """(failures, notes): each failure names the run, the rule and what broke it. `rules`: what the run is
     held to (the policy, each case's floor: its own `min_pass_fraction`, else `hard.min_pass_fraction`),

@@ -5,11 +5,15 @@ the smallest drop the runs can detect, flips with the checks that changed, cost 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
 from kit.aggregate import VERDICTS, CaseChange, Evidence, Side, p_text
+from kit.report import verdict_view
 from kit.report.page_data import CaseDelta, CaseSide, SideBySide
+
+UNDER_FLOOR = "under floor"  # a case under its floor in B: what the gate fails, never called noise
 
 
 def _f(v: float | None, fmt: str = "{:.2f}") -> str:
@@ -61,9 +65,19 @@ def summary_rows(s: SideBySide) -> list[tuple[str, str, str, str]]:
         ("pass→fail", "", str(sum(1 for d in s.cases if d.flip == "pass→fail")), ""),
         ("fail→pass", "", str(sum(1 for d in s.cases if d.flip == "fail→pass")), ""),
     ]
+    labels = [label(c, s.under_floor) for c in s.evidence.changes]
+    rows.append(("under its floor", "", str(len(s.under_floor)), ""))
     plural = {"regression": "regressions", "improvement": "improvements", "noise": "noise", "unchanged": "unchanged"}
-    rows += [(plural[v], "", str(len(s.evidence.by_verdict(v))), "") for v in VERDICTS]
+    rows += [(plural[v], "", str(labels.count(v)), "") for v in VERDICTS]
     return rows
+
+
+def label(change: CaseChange, under_floor: Mapping[str, float]) -> str:
+    """A case's verdict as the report names it: a case under its floor in B is `under floor` (its floor
+    fails it whatever chance says of the change), never noise or unchanged; a regression stays one."""
+    if change.case_id in under_floor and change.verdict != "regression":
+        return UNDER_FLOOR
+    return change.verdict
 
 
 def _hat(value: float | None, interval: tuple[float, float] | None) -> str:
@@ -90,8 +104,11 @@ def _side_cells(side: CaseSide | None) -> tuple[str, str]:
     return f"{side.c}/{side.n}", f"{side.fraction:.2f}"
 
 
-def case_cells(d: CaseDelta, k: int, change: CaseChange | None = None) -> list[str]:
-    """A case's row under `headers(k)`; `change`: its verdict from the evidence (none: not in both runs)."""
+def case_cells(
+    d: CaseDelta, k: int, change: CaseChange | None = None, under_floor: Mapping[str, float] | None = None
+) -> list[str]:
+    """A case's row under `headers(k)`; `change`: its verdict from the evidence (none: not in both runs);
+    `under_floor`: B's cases under their floor (the gate's), named so."""
     from kit.aggregate import pass_hat_k
 
     def phk(side: CaseSide | None) -> str:
@@ -111,7 +128,10 @@ def case_cells(d: CaseDelta, k: int, change: CaseChange | None = None) -> list[s
     ia = interval(Side(d.a.c, d.a.n)) if d.a else "-"
     ib = interval(Side(d.b.c, d.b.n)) if d.b else "-"
     p = p_text(change.p_value) if change else "-"
-    verdict = change.verdict if change else ("new" if d.a is None else "gone")
+    under = under_floor or {}
+    verdict = label(change, under) if change else ("new" if d.a is None else "gone")
+    if not change and d.case_id in under:
+        verdict += f", {UNDER_FLOOR}"
     return [d.case_id, ca, fa, ia, phk(d.a), cb, fb, ib, phk(d.b), p, verdict, d.flip or "", checks, cost, lat]
 
 
@@ -143,22 +163,29 @@ def verdict_title(ev: Evidence) -> str:
     )
 
 
-def verdict_lines(ev: Evidence) -> list[str]:
-    """Each regression and improvement, then the noise, each with both fractions, intervals and p."""
+def verdict_lines(ev: Evidence, under_floor: Mapping[str, float] | None = None) -> list[str]:
+    """Each regression, each case under its floor in B (`under_floor`, the gate's: never called noise), each
+    improvement, then the noise, each with both fractions, intervals and p."""
+    under = under_floor or {}
     out = []
-    for v in ("regression", "improvement", "noise"):
-        for c in ev.by_verdict(v):
-            out.append(f"{v}: {c.case_id} {c.before.text()} → {c.after.text()}, p = {p_text(c.p_value)}")
-    unchanged = len(ev.by_verdict("unchanged"))
+    for v in ("regression", UNDER_FLOOR, "improvement", "noise"):
+        for c in ev.changes:
+            if label(c, under) != v:
+                continue
+            line = f"{v}: {c.case_id} {c.before.text()} → {c.after.text()}, p = {p_text(c.p_value)}"
+            if c.case_id in under:
+                line += f"; under its floor {under[c.case_id]:.2f}"
+            out.append(line)
+    unchanged = sum(1 for c in ev.changes if label(c, under) == "unchanged")
     if unchanged:
         out.append(f"unchanged: {unchanged} case{'s' if unchanged != 1 else ''}")
     return out
 
 
-def evidence_text(ev: Evidence, k: int) -> str:
+def evidence_text(ev: Evidence, k: int, under_floor: Mapping[str, float] | None = None) -> str:
     """`kit compare`'s evidence block: the same things the page and the PR comment show."""
     out = [verdict_title(ev) + (":" if ev.changes else "")]
-    out += [f"  {line}" for line in verdict_lines(ev)]
+    out += [f"  {line}" for line in verdict_lines(ev, under_floor)]
     out.append(f"flaky in A: {flaky_line(ev.flaky_before)}")
     out.append(f"flaky in B: {flaky_line(ev.flaky_after)}")
     for label, suite in (("A", ev.suite_before), ("B", ev.suite_after)):
@@ -185,9 +212,9 @@ def html(s: SideBySide) -> str:
     numeric = [h not in _TEXT_COLUMNS for h in headers(s.k)]
     for d in s.cases:
         change = by_case.get(d.case_id)
-        cells = case_cells(d, s.k, change)
+        cells = case_cells(d, s.k, change, s.under_floor)
         cls = {"pass→fail": "flip down", "fail→pass": "flip up"}.get(d.flip or "", "same" if not _moved(d) else "")
-        verdict = f" v-{change.verdict}" if change else ""
+        verdict = f" v-{_css(label(change, s.under_floor))}" if change else ""
         body.append(
             f'<tr class="{cls}{verdict}" data-case="{escape(d.case_id, quote=True)}">'
             + "".join(f'<td class="{"n" if n else ""}">{escape(c)}</td>' for n, c in zip(numeric, cells, strict=True))
@@ -197,15 +224,16 @@ def html(s: SideBySide) -> str:
     same = len(s.cases) - len(changed(s))
     ev = s.evidence
     verdicts = "".join(
-        f'<li class="v-{escape(line.split(":", 1)[0])}">{escape(line)}</li>' for line in verdict_lines(ev)
+        f'<li class="v-{_css(line.split(":", 1)[0])}">{escape(line)}</li>' for line in verdict_lines(ev, s.under_floor)
     )
     detect = "".join(f'<p class="note detect">{escape(line)}</p>' for line in ev.detectable)
     return f"""<section id="compare"><h2>Side by side</h2>
 <p class="meta"><b>A</b> {escape(_run_line(s.a))}<br><b>B</b> {escape(_run_line(s.b))}</p>{notes}
 <table class="summary"><tr><th></th><th>A</th><th>B</th><th>change</th></tr>{summary}</table>
 <h3>Verdicts</h3>
-<p class="meta">{escape(verdict_title(ev))}. A change that is not significant is noise: listed, never failed.
-Fractions carry their Wilson 95% interval; pass^k its 95% interval.</p>
+<p class="meta">{escape(verdict_title(ev))}. A change that is not significant is noise, unless the case is under
+its floor: the floor fails it whatever p says (the verdict at the top). Fractions carry their Wilson 95% interval;
+pass^k its 95% interval.</p>
 <ul class="verdicts" id="verdicts">{verdicts or '<li class="none">No case in both runs.</li>'}</ul>{detect}
 <h3>Flaky cases</h3>
 <p class="flaky" id="flaky-a"><b>A</b> {escape(flaky_line(ev.flaky_before))}</p>
@@ -216,6 +244,10 @@ Fractions carry their Wilson 95% interval; pass^k its 95% interval.</p>
 <label class="inline"><input type="checkbox" id="cmp-changed"> changed cases only</label>
 <div class="scroll"><table class="cmp" id="cmp-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>
 </table></div></section>"""
+
+
+def _css(verdict: str) -> str:
+    return escape(verdict.replace(" ", "-"), quote=True)
 
 
 def _flip_list(s: SideBySide) -> str:
@@ -248,15 +280,25 @@ def _md(text: str) -> str:
     )  # fmt: skip
 
 
-def markdown(s: SideBySide, *, title: str = "Evals: side by side", max_rows: int = 60) -> str:
-    out = [f"### {_md(title)}", "", f"**A** {_md(_run_line(s.a))}  ", f"**B** {_md(_run_line(s.b))}", ""]
+def markdown(
+    s: SideBySide,
+    *,
+    title: str = "Evals: side by side",
+    max_rows: int = 60,
+    verdict: verdict_view.MergeVerdict | None = None,
+) -> str:
+    """The comparison as a pull-request comment; `verdict` (the gate's) first, when given."""
+    out = [f"### {_md(title)}", ""]
+    if verdict is not None:
+        out += verdict_view.markdown(verdict, _md)
+    out += [f"**A** {_md(_run_line(s.a))}  ", f"**B** {_md(_run_line(s.b))}", ""]
     out += [f"> {_md(n)}" for n in s.notes]
     out += ["", "| | A | B | change |", "|---|---:|---:|---:|"]
     out += [f"| {_md(m)} | {_md(a)} | {_md(b)} | {_md(c)} |" for m, a, b, c in summary_rows(s)]
     rows = changed(s)
     ev = s.evidence
     out += ["", f"**{_md(verdict_title(ev))}**", ""]
-    out += [f"- {_md(line)}" for line in verdict_lines(ev)] or ["- no case in both runs"]
+    out += [f"- {_md(line)}" for line in verdict_lines(ev, s.under_floor)] or ["- no case in both runs"]
     out += ["", f"Flaky in A: {_md(flaky_line(ev.flaky_before))}  ", f"Flaky in B: {_md(flaky_line(ev.flaky_after))}"]
     out += ["", *(f"_{_md(line)}_" for line in ev.detectable)]
     out += ["", f"**{len(s.flips)} flips**, {len(rows)} cases changed of {len(s.cases)}.", ""]
@@ -264,7 +306,8 @@ def markdown(s: SideBySide, *, title: str = "Evals: side by side", max_rows: int
         by_case = changes(s)
         out += ["| " + " | ".join(_md(h) for h in headers(s.k)) + " |", "|" + "---|" * len(headers(s.k))]
         for d in rows[:max_rows]:
-            out.append("| " + " | ".join(_md(c) for c in case_cells(d, s.k, by_case.get(d.case_id))) + " |")
+            cells = case_cells(d, s.k, by_case.get(d.case_id), s.under_floor)
+            out.append("| " + " | ".join(_md(c) for c in cells) + " |")
         if len(rows) > max_rows:
             out.append(f"\n… and {len(rows) - max_rows} more changed cases (see the HTML report).")
     return "\n".join(out) + "\n"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from kit.report import compare_view, page_assets, redteam_view, trend_svg
+from kit.report import compare_view, page_assets, redteam_view, trend_svg, verdict_view
 from kit.report import page_data as pd
 from kit.report import page_model as pm
 
@@ -29,6 +29,7 @@ class Page:
     trends: list[tuple[str, list[dict[str, Any]]]]  # (title, points) per series
     compare: pd.SideBySide | None
     generated: str
+    verdict: verdict_view.MergeVerdict | None = None  # the gate's, shown first
 
 
 def gather(
@@ -40,8 +41,10 @@ def gather(
     tags: dict[str, list[str]] | None = None,
     recent: int = 20,
     title: str | None = None,
+    verdict: verdict_view.MergeVerdict | None = None,
 ) -> Page:
-    """Everything the page shows, read in one store session."""
+    """Everything the page shows, read in one store session; `verdict`: the gate's on the page's gated runs
+    (kit.commands.report.merge_verdict), its first section."""
     payload, runs = pm.build(con, run_ids, k=k, tags=tags)
     payload["redteam"] = redteam_view.rates(con, runs)  # attack success rates per invariant, plugin, strategy
     trends = []
@@ -54,7 +57,7 @@ def gather(
         name = f"{r['display_source']} · {r.get('agent') or 'reference agent'} · {r['cases']} cases"
         trends.append((name, pd.trend(con, r, recent)))
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return Page(title or _title(runs, side), payload, runs, trends, side, now)
+    return Page(title or _title(runs, side), payload, runs, trends, side, now, verdict)
 
 
 def _title(runs: list[dict[str, Any]], side: pd.SideBySide | None) -> str:
@@ -158,6 +161,7 @@ def render(page: Page) -> str:
 <title>{escape(page.title)}</title><style>{page_assets.CSS}</style></head><body>
 <h1>{escape(page.title)}</h1><div class="meta">generated {escape(page.generated)} · {len(page.runs)} runs ·
 pass^k: the chance that k runs of a case drawn from its attempts all pass</div>
+{verdict_view.html(page.verdict) if page.verdict else ""}
 <h2>Sources</h2>{_cards(page)}{_gate_table(page)}
 {redteam_view.html(page.payload.get("redteam") or [])}
 {compare}

@@ -58,6 +58,13 @@ table.cmp tr.flip.down td:first-child{border-left:3px solid #c62828} table.cmp t
 table.cmp.changed-only tr.same{display:none} label.inline{font-size:13px}
 ul.verdicts{margin:4px 0 8px;padding-left:20px;font-size:13px} ul.verdicts li.v-regression{color:#c62828;font-weight:600}
 ul.verdicts li.v-improvement{color:#2e7d32} ul.verdicts li.v-noise,ul.verdicts li.v-unchanged{color:#555}
+ul.verdicts li.v-under-floor{color:#c62828;font-weight:600} table.cmp tr.v-under-floor td:nth-child(11){color:#c62828;font-weight:600}
+section.verdict{margin:12px 0 18px;padding:10px 14px 8px;border-radius:6px;border:2px solid #2e7d32;background:#f1f8f1}
+section.verdict.fail{border-color:#c62828;background:#fdf0ef} section.verdict h2{margin:0 0 4px;border:0;font-size:19px}
+section.verdict.pass h2{color:#1b5e20} section.verdict.fail h2{color:#b71c1c}
+section.verdict .run{margin:8px 0;padding-left:8px;border-left:4px solid #2e7d32} section.verdict .run.fail{border-left-color:#c62828}
+section.verdict .run .head{font-weight:600} section.verdict ul.problems{margin:4px 0;padding-left:20px;font-size:13px}
+section.verdict ul.problems li{overflow-wrap:anywhere} section.verdict .ctx{color:#555;font-size:12px;margin:2px 0}
 table.cmp tr.v-regression td{background:#fdecea} table.cmp tr.v-improvement td{background:#e8f5e9} p.flaky{margin:2px 0;font-size:13px}
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +174,8 @@ class SideBySide:
     suite_pass_hat_k: tuple[dict[int, float], dict[int, float]]
     notes: list[str]
     evidence: Evidence  # each case's change told from chance, flaky cases, pass^k intervals (kit.aggregate)
+    # B's cases under their floor, with the floor (the gate's kit.gate.verdict.under_floor): never "noise".
+    under_floor: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def flips(self) -> list[CaseDelta]:
@@ -197,10 +200,18 @@ def _sides(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, CaseSide]:
     return sides
 
 
-def side_by_side(con: duckdb.DuckDBPyConnection, a: str, b: str, k: int = 2, alpha: float = 0.05) -> SideBySide:
+def side_by_side(
+    con: duckdb.DuckDBPyConnection,
+    a: str,
+    b: str,
+    k: int = 2,
+    alpha: float = 0.05,
+    under_floor: Mapping[str, float] | None = None,
+) -> SideBySide:
     """Run A against run B, case by case: a case passes a run when every attempt passed (as in
     kit.store.queries.compare); a flip names the hard checks that changed; `evidence` says which changes
-    chance does not explain at `alpha` (gates.yaml's baseline.alpha), as the gate decides them."""
+    chance does not explain at `alpha` (gates.yaml's baseline.alpha), as the gate decides them.
+    `under_floor`: B's cases under their floor, as the gate found them (shown as such, never as noise)."""
     info = {r["run_id"]: r for r in runs_info(con, [a, b])}
     sa, sb = _sides(con, a), _sides(con, b)
     cases = []
@@ -228,7 +239,8 @@ def side_by_side(con: duckdb.DuckDBPyConnection, a: str, b: str, k: int = 2, alp
             f"{len(sb.keys() - sa.keys())} only in B; flips are counted over the common cases only."
         )
     ev = evidence(q.case_counts(con, a), q.case_counts(con, b), alpha, ks=(1, k))
-    return SideBySide(ra, rb, k, cases, (q.suite_pass_hat_k(con, a), q.suite_pass_hat_k(con, b)), notes, ev)
+    hats = (q.suite_pass_hat_k(con, a), q.suite_pass_hat_k(con, b))
+    return SideBySide(ra, rb, k, cases, hats, notes, ev, dict(under_floor or {}))
 
 
 def _move(d: CaseDelta) -> float:

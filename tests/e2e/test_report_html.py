@@ -202,7 +202,7 @@ def test_compare_page_lists_the_flips_the_store_holds(tmp_path):
     # before and after (passed, fraction, its 95% interval, pass^2), p, verdict, the flip and the check
     row = (
         r"\| refund \| 3/3 \| 1\.00 \| [\d.]+-[\d.]+ \| 1\.00 \| 1/3 \| 0\.33 \| [\d.]+-[\d.]+ \| 0\.00 \| [\d.]+ \| "
-        r"(noise|regression) \| pass→fail \| now failing: called:issue\\_refund"
+        r"(under floor|regression) \| pass→fail \| now failing: called:issue\\_refund"
     )
     assert re.search(row, text), text
     assert "**2 flips**" in text

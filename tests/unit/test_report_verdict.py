@@ -1,0 +1,86 @@
+"""Every report opens with the gate's verdict: may this change merge, and the failing cases and checks that
+decide it. The issue's case: two cases from 1/1 to 0/1, under their floors, which the side by side called
+"noise" with p = 1.00 while the gate failed. A case under its floor is never called noise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kit.cli import main as kit
+from kit.commands.report import ReportRequest, report
+from kit.result import CaseRun, Result
+from kit.store import open_store
+
+
+def _run(store, results: dict[str, bool], evals_id: str) -> str:
+    run_id = store.start_run("kit", agent="desk:run", model="m", git_sha=None, evals_id=evals_id)
+    store.record_many(
+        run_id,
+        [(CaseRun(c, 0, (Result("no_pii", ok, "" if ok else "email in output"),)), None) for c, ok in results.items()],
+    )
+    store.finish_run(run_id)
+    return run_id
+
+
+@pytest.fixture
+def fell(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("KIT_GATES", "KIT_CASES", "KIT_STORE", "KIT_EVALS_ID"):
+        monkeypatch.delenv(name, raising=False)
+    store = open_store(tmp_path / "evals.duckdb")
+    before = _run(store, {"refund": True, "lookup": True, "greet": True}, "evals-1")
+    after = _run(store, {"refund": False, "lookup": False, "greet": True}, "evals-2")
+    return tmp_path, store, before, after
+
+
+def test_the_page_and_the_markdown_open_with_the_failed_gate_and_never_call_a_case_under_its_floor_noise(fell):
+    folder, store, _, after = fell
+    done = report(
+        ReportRequest(store=store.path, run=after, html=folder / "report.html", md=folder / "compare.md", text=False)
+    )
+    page = done.html.read_text()
+    head = page[page.index("<body>") : page.index("<h2>Sources</h2>")]
+    assert '<section id="verdict" class="verdict fail">' in head
+    assert "Gate FAILED: do not merge this change" in head
+    assert "hard fail: case refund check no_pii (1x): email in output" in head
+    assert "hard fail: case lookup check no_pii" in head and "greet" not in head
+    compare = page[page.index('<section id="compare">') :]
+    assert "<th>noise</th><td class=n></td><td class=n>0</td>" in compare
+    assert "<th>under its floor</th><td class=n></td><td class=n>2</td>" in compare
+    assert '<li class="v-under-floor">under floor: lookup 1/1' in compare
+    assert "noise:" not in compare and ">noise<" not in compare.split("<h3>Every case")[1]
+
+    md = done.md.read_text()
+    lines = md.splitlines()
+    assert lines[2].startswith("**❌ Gate FAILED: do not merge this change")
+    assert "hard fail: case refund check no\\_pii" in md
+    assert "- under floor: refund 1/1" in md and "- noise:" not in md
+    assert "| noise |  | 0 |" in md and "| under its floor |  | 2 |" in md
+
+
+def test_kit_report_and_kit_compare_say_first_that_the_gate_failed(fell, capsys):
+    _, store, before, after = fell
+    assert kit(["report", "--store", str(store.path), "--run", after]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Gate FAILED: do not merge this change (2 problems in 1 run(s))")
+    assert f"gate FAILED for run {after} (kit): 2 problem(s) [desk:run]" in out
+    assert f"compared against baseline run {before}" in out
+
+    assert kit(["compare", "--store", str(store.path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Gate FAILED: do not merge this change")
+    assert "under floor: lookup 1/1 (1.00" in out and "noise:" not in out
+
+    assert kit(["compare", "--store", str(store.path), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["gate"]
+    assert said["passed"] is False and len(said["problems"]) == 2
+
+
+def test_a_change_that_passes_the_gate_says_it_may_merge(fell, capsys):
+    _, store, _, after = fell
+    fixed = _run(store, {"refund": True, "lookup": True, "greet": True}, "evals-3")
+    assert kit(["report", "--store", str(store.path), "--compare", after, fixed]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Gate passed: this change may merge (1 gated run, every one passed)")
