@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,21 +92,48 @@ class Report:
     recorded: dict[str, str] = field(default_factory=dict)
 
 
+class _Told:
+    """This process's file, read once: each call reads only the lines appended since the last (a long-lived
+    worker makes many attempts)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid = 0
+        self.path: Path | None = None
+        self.offset = 0
+        self.events: list[dict[str, Any]] = []
+
+    def since(self, t0: float) -> list[dict[str, Any]]:
+        with self.lock:
+            if self.pid != os.getpid():  # first call, or a forked child: its own file
+                pid, started = identity()
+                self.pid, self.path, self.offset, self.events = pid, _file(pid, started), 0, []
+            assert self.path is not None
+            try:
+                with self.path.open("rb") as f:
+                    f.seek(self.offset)
+                    new = f.read()
+            except OSError:
+                new = b""
+            whole = new[: new.rfind(b"\n") + 1]  # a line being written is read next time
+            self.offset += len(whole)
+            for line in whole.splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and isinstance(event.get("t"), int | float):
+                    self.events.append(event)
+            return [e for e in self.events if e["t"] >= t0]
+
+
+_TOLD = _Told()
+
+
 def reported_since(t0: float) -> Report:
-    """The lines told to this process at or after `t0` (time.time())."""
+    """What was told to this process at or after `t0` (time.time())."""
     report = Report()
-    pid, started = identity()
-    try:
-        text = _file(pid, started).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return report
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or not isinstance(event.get("t"), int | float) or event["t"] < t0:
-            continue
+    for event in _TOLD.since(t0):
         server = str(event.get("server") or "")
         if isinstance(event.get("miss"), str):
             report.misses.append((server, event["miss"]))
