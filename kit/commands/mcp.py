@@ -181,7 +181,7 @@ class _OneLine(logging.Handler):
         if record.exc_info and record.exc_info[1] is not None:
             detail = " ".join(str(record.exc_info[1]).split())
             line += f": {detail[:300]}"
-        print(f"kit mcp: {line}", file=sys.stderr, flush=True)
+        print(printable(f"kit mcp: {line}"), file=sys.stderr, flush=True)
 
 
 def _one_line_sdk_logs() -> None:
