@@ -13,28 +13,34 @@ from kit.gate.rules import RunRules
 from kit.gate.verdict import SoftFloor, soft_floors
 from kit.plan import PLAN_ENV, Plan, trace_model
 from kit.store import Store, new_run_id, open_store
+from kit.store.lifecycle import OpenRun, join_run, open_run
 from kit.store.queries import soft_gates
 
 
 class EvalSession:
-    def __init__(
-        self,
-        store: Store,
-        run_id: str,
-        *,
-        owner: bool,
-        rules: RunRules | None = None,
-        document: str | None = None,
-        agent: str | None = None,
-    ) -> None:
-        self.store = store
+    def __init__(self, run: OpenRun, *, document: str | None = None, agent: str | None = None) -> None:
+        self.run = run  # the run in the store (kit.store.lifecycle): the owner opened it and finishes it
         self.document = document  # the plan document naming this run (the owner's), for its workers
         self.agent = agent  # the agent label the run is stored under
-        self.run_id = run_id
-        self.owner = owner  # only the process that started the run finishes it
-        self.rules = rules  # what the run is held to, recorded with it (kit.gate.rules)
-        self.finished = False
         self.model: str | None = None  # the first recorded trace's own model id, for a run started without one
+
+    @property
+    def store(self) -> Store:
+        return self.run.store
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def owner(self) -> bool:
+        """Only the process that started the run finishes it."""
+        return self.run.owner
+
+    @property
+    def rules(self) -> RunRules | None:
+        """What the run is held to, recorded with it (kit.gate.rules)."""
+        return self.run.rules
 
     @classmethod
     def begin(
@@ -55,13 +61,12 @@ class EvalSession:
         if worker:
             if not plan.settings.run_id:
                 raise RuntimeError("an xdist worker's plan has no run id: the controller did not start a run")
-            return cls(store, plan.settings.run_id, owner=False, agent=run.get("agent") or plan.agent_name)
+            return cls(join_run(store, plan.settings.run_id), agent=run.get("agent") or plan.agent_name)
         run_id = plan.settings.run_id or new_run_id(source)
-        rules = plan.rules()
-        store.start_run(source, run_id=run_id, meta=meta, evals_id=plan.evals_id, rules=rules, **run)
+        opened = open_run(store, source, run_id=run_id, meta=meta, evals_id=plan.evals_id, rules=plan.rules(), **run)
         # The plan with this run's id, for the xdist workers to join (pytest_plugin hands it to each).
         document = plan.derive(run_id=run_id).env()[PLAN_ENV]
-        return cls(store, run_id, owner=True, rules=rules, document=document, agent=run.get("agent"))
+        return cls(opened, document=document, agent=run.get("agent"))
 
     def record(self, log: CaseLog) -> None:
         """Store the log once (the plugin stores, after each test, every log not stored yet)."""
@@ -79,10 +84,9 @@ class EvalSession:
             )
         if self.model is None and log.trace is not None:
             self.model = trace_model(log.trace)
-        self.store.record(self.run_id, log.case_run(self.run_id), log.trace, gate="hard")
+        self.run.record(log.case_run(self.run_id), log.trace, gate="hard")
         for v in log.soft.values():
-            self.store.record_soft(
-                self.run_id,
+            self.run.record_soft(
                 log.case.id,
                 log.attempt,
                 v.rubric,
@@ -105,7 +109,4 @@ class EvalSession:
 
     def finish(self) -> None:
         """Finish the run: `incomplete` when cases did not load (a gate never passes a suite with a hole)."""
-        if self.owner and not self.finished:
-            status = "incomplete" if self.rules is not None and self.rules.not_loaded else "complete"
-            self.store.finish_run(self.run_id, status=status, model=self.model)
-            self.finished = True
+        self.run.finish(model=self.model)

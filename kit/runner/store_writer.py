@@ -277,6 +277,7 @@ class _Sink:
 
     def __init__(self, store: str, args: RunRequest, run_row: dict[str, Any], *, to_file: bool) -> None:
         self.args, self.run_row, self.store = args, run_row, None
+        self.run: Any = None  # the run in the store (kit.store.lifecycle)
         self.failed = False
         self.pending: list[Any] = []
         self.lock = threading.RLock()
@@ -285,9 +286,11 @@ class _Sink:
             return
         try:
             from kit.store import open_store
+            from kit.store.lifecycle import open_run
 
             self.store = open_store(store)
-            self.store.start_run(
+            self.run = open_run(
+                self.store,
                 "kit",
                 kind=run_row["kind"],
                 evals_id=run_row["evals_id"],
@@ -323,7 +326,7 @@ class _Sink:
             if self.store is None or not batch:
                 return
             try:
-                self.store.record_many(self.run_row["run_id"], [(o.case_run, o.trace) for o in batch])
+                self.run.record_many([(o.case_run, o.trace) for o in batch])
             except Exception as e:
                 self._store_failed(e)
 
@@ -341,7 +344,7 @@ class _Sink:
         self.flush()
         if self.store is not None:
             try:
-                self.store.finish_run(self.run_row["run_id"], status=status, merge=False, model=self.run_row["model"])
+                status = self.run.finish(complete=complete, merge=False, model=self.run_row["model"])
             except Exception as e:
                 self._store_failed(e)
         if self.store is not None:

@@ -112,11 +112,12 @@ def test_the_deepeval_session_and_kit_gate_share_one_floor_rule(store, tmp_path,
 
     from deepeval_metrics.session import EvalSession
     from kit.gate.policy import load_policy
+    from kit.store.lifecycle import join_run
 
     run_id = _record(store, {"a": True}, soft=["pass", "fail", "fail", "error", "skipped"])
     _gate(store, tmp_path)  # writes the policy file
     policy = load_policy(Path(tmp_path / "gates.yaml"))
-    floors = EvalSession(store, run_id, owner=False).floors(policy)
+    floors = EvalSession(join_run(store, run_id)).floors(policy)
     assert [(f.rubric, f.judged, f.floor, f.below_floor) for f in floors] == [("geval:tone", 3, 0.5, True)]
     assert _gate(store, tmp_path) == 1
     assert "soft gate geval:tone: pass rate 0.33 under its floor 0.50" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kit.errors import KitInputError, first_error
 from kit.result import CaseRun, Result
 from kit.store.ingest import Ingested, digest, existing_runs, read_json
+from kit.store.lifecycle import open_run
 
 ORACLE_MODEL = "kit oracle"
 
@@ -187,7 +188,8 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
             "spans": [],
         }
         batch.append((CaseRun(case_id, attempt, tuple(hard), metrics=metrics), trace))
-    store.start_run(
+    run = open_run(
+        store,
         "deepeval",
         model=hyper.get("model") and str(hyper["model"]),
         agent=hyper.get("agent") and str(hyper["agent"]),
@@ -199,9 +201,9 @@ def ingest(store: Any, path: Path, *, git_sha: str | None = None, force: bool = 
         rules=rules,
     )
     for r in soft:
-        store.record_soft(run_id, r.pop("case_id"), r.pop("attempt"), r.pop("check"), **r)
-    store.record_many(run_id, batch)
-    store.finish_run(run_id)
+        run.record_soft(r.pop("case_id"), r.pop("attempt"), r.pop("check"), **r)
+    run.record_many(batch)
+    run.finish()  # `incomplete` when the rules say cases did not load, as every front end finishes it
     done.run_ids.append(run_id)
     done.cases = len(counters)
     return done

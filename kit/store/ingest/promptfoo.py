@@ -18,6 +18,7 @@ from kit.errors import KitInputError, first_error
 from kit.names import printable
 from kit.result import CaseRun, Result
 from kit.store.ingest import Ingested, digest, existing_runs, read_json
+from kit.store.lifecycle import open_run
 from kit.store.rows import RunKind
 
 # Promptfoo's model-graded assertion types (judged by an LLM or a model): soft gates.
@@ -347,7 +348,8 @@ def ingest(
         }
         if kind != "golden":
             meta["redteam"] = attacks(results)
-        store.start_run(
+        run = open_run(
+            store,
             "promptfoo",
             kind=kind,
             evals_id=evals_id,
@@ -362,10 +364,10 @@ def ingest(
         )
         for case_run, _, soft in rows:
             for v in soft:
-                store.record_soft(run_id, case_run.case_id, case_run.attempt, v.pop("check"), **v)
+                run.record_soft(case_run.case_id, case_run.attempt, v.pop("check"), **v)
             done.results += len(soft) + sum(1 for res in case_run.results if res.name != "promptfoo:success")
-        store.record_many(run_id, [(cr, trace) for cr, trace, _ in rows])
-        store.finish_run(run_id, merge=False)
+        run.record_many([(cr, trace) for cr, trace, _ in rows])
+        run.finish(merge=False)  # `incomplete` when the rules say cases did not load
         done.run_ids.append(run_id)
         done.cases += len({cr.case_id for cr, _, _ in rows})
     store.merge()
