@@ -50,10 +50,10 @@ if os.environ.get("SHOP_CRASH") == "1":
 if os.environ.get("SHOP_SLOW") == "1":
 
     @shop.tool(description="Answer after a minute.")
-    def slow() -> str:
-        import time
+    async def slow() -> str:
+        import anyio
 
-        time.sleep(60)
+        await anyio.sleep(60)
         return "late"
 
 

@@ -52,9 +52,10 @@ def test_names_from_a_cassette_or_an_agent_reach_the_terminal_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     c = _cassette(tmp_path / "c.json", [{"name": FORGED, "inputSchema": SCHEMA}])
-    out = subprocess.run([KIT, "mcp", "verify", str(c), "--", *SHOP], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1 and "\x1b" not in out.stdout and "\r" not in out.stdout, out
-    assert len(out.stdout.splitlines()) == 3, out.stdout  # the forged tool gone, the shop's two new
+    assert main(["mcp", "verify", str(c), "--", *SHOP]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out, out
+    assert len(out.splitlines()) == 3, out  # the forged tool gone, the shop's two new
     # A call the cassette lacks: the agent's tool name and arguments, told on stderr, escaped.
     replayer = Replayer(McpCassette.load(c))
     said = anyio.run(replayer.call_tool, FORGED, {"a": "\x1b[31m"})
