@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,7 +236,8 @@ async def _run(args: argparse.Namespace, named: _Named | None, timeout: float) -
                     tg.cancel_scope.cancel()
                     return
 
-        await tg.start(on_signal)
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread alone
+            await tg.start(on_signal)
         code = await _action(args, named, timeout)
         tg.cancel_scope.cancel()
     if stopped:
