@@ -37,6 +37,7 @@ from kit.errors import KitInputError
 from kit.importers.anthropic import is_anthropic_message, is_stream_event
 from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
 from kit.importers.converse import is_converse_message
+from kit.importers.gemini import is_adk_event, is_content
 from kit.runner.smolagents_steps import step_kind
 
 # Fields of a trace (kit.trace.Trace), listed here so that recognising one does not build its schema.
@@ -148,6 +149,8 @@ def _origin(obj: Any) -> str | None:
             return "smolagents"
         if root == "strands" and hasattr(obj, "stop_reason") and hasattr(obj, "metrics"):
             return "strands"
+        if cls.__module__.startswith(("google.adk", "google.genai")) and hasattr(obj, "model_dump"):
+            return "gemini"
         if root == "agents" and hasattr(obj, "to_input_list") and hasattr(obj, "raw_responses"):
             return "openai_agents"
         if root == "openai" and hasattr(obj, "model_dump"):
@@ -214,6 +217,8 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
         return _from_anthropic(items, extra, case_id, where)
     if "converse" in kinds and kinds <= {"converse", "openai"}:
         return _from_converse(items, extra, case_id, where)
+    if kinds == {"gemini"}:
+        return _from_gemini(items, extra, case_id, where)
     if not items or kinds == {"openai"}:
         from kit.runner.framework_agents import by_message_name
 
@@ -260,6 +265,8 @@ def _item_kind(m: Any) -> str:
             return "anthropic"
         if is_converse_message(m):
             return "converse"
+        if is_adk_event(m) or is_content(m):
+            return "gemini"
         if m.get("type") in RESPONSES_TYPES:
             return "responses"
         if "role" in m:
@@ -301,6 +308,20 @@ def _from_converse(items: list[Any], extra: dict[str, Any], case_id: str, where:
         raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
     conv = {**_openai_extra(extra), "messages": messages}
     return _converted(conv, case_id, "converse", errors=errors, what=where)
+
+
+def _from_gemini(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:
+    """Google ADK's Events or Gemini Contents (kit.importers.gemini): an event's author is its agent."""
+    from kit.importers.gemini import to_openai
+    from kit.runner.framework_agents import by_message_name
+
+    plain = [m if isinstance(m, dict) else m.model_dump(mode="json", exclude_none=True) for m in items]
+    try:
+        messages, authors = to_openai(plain)
+    except UnknownBlock as e:
+        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    trace = _converted({**_openai_extra(extra), "messages": messages}, case_id, "adk", what=where)
+    return by_message_name(trace, authors, one_is_named=True)
 
 
 def _openai_extra(extra: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,16 @@ from kit.runner.frameworks import UnknownResult, trace_dict
 from kit.trace import Trace, parse_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-FRAMEWORKS = ["anthropic", "agents_triage", "langgraph_triage", "otel_genai", "smolagents", "strands", "strands_latest"]
+FRAMEWORKS = [
+    "anthropic",
+    "agents_triage",
+    "langgraph_triage",
+    "otel_genai",
+    "smolagents",
+    "strands",
+    "strands_latest",
+    "adk_content",
+]
 BUG = {"guarded:issue_refund", "order:lookup_order<issue_refund"}
 
 
@@ -135,3 +144,13 @@ def test_smolagents_steps_it_cannot_split_are_refused_by_name() -> None:
     for bad, why in ((code, "a CodeAgent's action"), (both, "2 tool calls .* share one observations text")):
         with pytest.raises(UnknownResult, match=f"step 1: {why}"):
             trace_dict([task, bad], "c")
+
+
+def test_an_export_without_message_content_keeps_the_calls_and_never_passes_an_arg_check(case: Any) -> None:
+    """ADK's default export records no content: its calls and their order are judged (guarded, order), and a
+    check on an argument it did not record fails, never passes on arguments it never saw."""
+    clean, bug = _exported("adk", ""), _exported("adk", "-bug")
+    assert [s.name for s in clean.tool_calls] == ["lookup_order", "issue_refund"]
+    failed = {r.name for r in evaluate(clean, case).results if not r.passed}
+    assert failed == {"arg:issue_refund.amount", "contains"}
+    assert {r.name for r in evaluate(bug, case).results if not r.passed} >= BUG
