@@ -120,7 +120,7 @@ def _settings(args: argparse.Namespace) -> Any:
         for var, value in found.items():
             env[var] = str(folder / value) if var != "KIT_MCP_MODE" and folder is not None else value
     if (env.get("KIT_PLAN") or "").strip():
-        from kit.plan import current_settings
+        from kit.settings import current_settings
 
         return current_settings(env)
     from kit.settings import load_settings
