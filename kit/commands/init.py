@@ -41,13 +41,15 @@ import sys
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
 from kit import __version__, yamlio
+from kit.commands import init_ci
+from kit.commands.init_ci import KitSource
 from kit.errors import KitInputError
 from kit.toolspec import tool_effects, with_effects
 
@@ -101,17 +103,9 @@ def _template(name: str) -> str:
     return (resources.files("kit.templates") / name).read_text(encoding="utf-8")
 
 
-def kit_source() -> str:
-    """What CI installs the kit from: the VCS URL it was installed from, else this version from the index."""
-    try:
-        raw = metadata.distribution("agent-eval-kit").read_text("direct_url.json")
-        info = json.loads(raw or "{}")
-    except (metadata.PackageNotFoundError, json.JSONDecodeError):
-        info = {}
-    vcs = info.get("vcs_info") or {}
-    if vcs.get("vcs") == "git" and info.get("url"):
-        return f"agent-eval-kit @ git+{info['url']}@{vcs.get('commit_id') or vcs.get('requested_revision') or 'main'}"
-    return f"agent-eval-kit=={__version__}"
+def kit_source() -> KitSource:
+    """What CI installs the kit from: where this installation came from (kit.commands.init_ci)."""
+    return init_ci.kit_source(init_ci.installed_direct_url(), __version__)
 
 
 def toml_string(value: str) -> str:
@@ -460,8 +454,8 @@ def generated(root: Path, agent: str, cases: str, purpose: str) -> list[Generate
     values = {
         "@KIT_VERSION@": __version__,
         "@PROMPTFOO_VERSION@": PROMPTFOO_VERSION,
-        "@KIT_SOURCE@": kit_source(),
     }
+    values.update(init_ci.workflow_values(root, kit_source()))
 
     def fill(name: str) -> str:
         text = _template(name)
@@ -794,6 +788,9 @@ def main(args: argparse.Namespace) -> int:
     print(f"kit init: {written} files written or extended, {len(report) - written} already there, in {root}")
     if conflicts and any(p == "promptfooconfig.yaml" and s.startswith(ALREADY) for p, s in report):
         print("kit init: note: promptfooconfig.yaml still names the old agent: delete it and run `kit init` again")
+    source = kit_source()
+    if source.local:  # the workflow cannot install the kit as written: the one line to change
+        print(f"kit init: note: {init_ci.local_source_note(source)}")
     print("next: npm install, then `make evals` (or `kit run`, `deepeval test run tests/evals`, `npx promptfoo eval`,")
     print("      `npx promptfoo redteam run`)")
     return 0
