@@ -7,8 +7,10 @@ double (kit.doubles.sampling_model on 127.0.0.2), in interleaved rounds of fresh
 First one recording run (mode `record`), then `--rounds` rounds of (live, replay) in alternating order. Each
 round is a fresh `python -c` that loads the suite and the agent and runs it as `kit run` does (`run_suite`,
 host processes by default): `suite_s` is the suite's wall time, `total_s` the interpreter's (imports
-included: replay imports vcrpy). Every replayed round must give the recorded outcome of every (case, attempt,
-check); the live rounds sample anew. Prints the medians and the ratio replay / live (the target: <= 1.1x).
+included: replay imports vcrpy, about 0.17 s of CPU in each process that calls the agent), `cpu_s` the CPU of
+the round and its hosts (the double's own CPU, in this process, is not counted: live pays it, replay not).
+Every replayed round must give the recorded outcome of every (case, attempt, check); the live rounds sample
+anew. Prints the medians and the ratios replay / live (the target: <= 1.1x).
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ FIXTURES = ROOT / "tests" / "fixtures"
 MODEL = "desk-model-2025-01-01"
 
 ONE = """
-import hashlib, json, sys, time
+import hashlib, json, resource, sys, time
 t0 = time.perf_counter()
+def cpu():
+    return sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
 from pathlib import Path
 sys.path.insert(0, sys.argv[5])
 from kit.case import load_suite
@@ -51,7 +56,7 @@ print(json.dumps({"runs": len(outs), "passed": sum(o.case_run.passed for o in ou
                   "errors": sum(o.case_run.error is not None for o in outs),
                   "replayed": sum(bool(o.case_run.metrics.get("replayed_calls")) for o in outs),
                   "outcomes": hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16],
-                  "suite_s": t2 - t1, "total_s": time.perf_counter() - t0}))
+                  "suite_s": t2 - t1, "total_s": time.perf_counter() - t0, "cpu_s": cpu()}))
 """
 
 ANSWERS = ["Refund approved.", "REFUND DENIED, sorry.", "Refund approved, sorry for the wait."]
@@ -122,10 +127,11 @@ def main() -> int:
         "pool": args.pool,
         "model_calls_live": calls,
         "recorded": {k: recorded[k] for k in ("runs", "passed", "errors")},
-        **{f"{m}_{k}": round(median(m, k), 3) for m in ("live", "replay") for k in ("suite_s", "total_s")},
+        **{f"{m}_{k}": round(median(m, k), 3) for m in ("live", "replay") for k in ("suite_s", "total_s", "cpu_s")},
     }
     result["ratio_suite"] = round(result["replay_suite_s"] / result["live_suite_s"], 3)
     result["ratio_total"] = round(result["replay_total_s"] / result["live_total_s"], 3)
+    result["ratio_cpu"] = round(result["replay_cpu_s"] / result["live_cpu_s"], 3)
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")

@@ -112,8 +112,10 @@ _LOCK = threading.Lock()
 
 
 def install(recordings: Recordings | None) -> None:
-    """Run this process's model calls under `recordings` (None or live: untouched). The stubs are built once;
-    installing the same recordings again costs a comparison."""
+    """Run this process's model calls under `recordings` (None or live: untouched). Replaying, the stubs are
+    built at once: from now on no request of this process reaches the network. Recording, they are built when
+    the process first makes an attempt's calls (`active`), so a process that only hands its calls to its hosts
+    never imports vcrpy. Installing the same recordings again costs a comparison."""
     with _LOCK:
         if _STATE["resolved"] and _STATE["recordings"] == recordings:
             return
@@ -123,7 +125,8 @@ def install(recordings: Recordings | None) -> None:
             _STATE["recordings"] = None
             return
         _STATE["recordings"] = recordings
-        _STATE["patched"] = Patched(Router(replaying=recordings.mode == "replay"))
+        if recordings.mode == "replay":
+            _STATE["patched"] = Patched(Router(replaying=True))
         _STATE["saved_env"] = {k: os.environ.get(k) for k in (MODE_ENV, FOLDER_ENV, MODEL_ENV)}
         os.environ[MODE_ENV] = recordings.mode
         os.environ[FOLDER_ENV] = str(recordings.folder)
@@ -154,13 +157,20 @@ def _remove() -> None:
 
 
 def active() -> Recordings | None:
-    """This process's recordings: those installed, else (once) those its settings name."""
+    """This process's recordings, their stubs in place: those installed, else (once) those its settings name.
+    Called before an attempt's calls are made."""
     if not _STATE["resolved"]:
         from kit.settings import process_settings
 
         install(from_settings(process_settings()))
     found = _STATE["recordings"]
-    return found if isinstance(found, Recordings) else None
+    if not isinstance(found, Recordings):
+        return None
+    if _STATE["patched"] is None:
+        with _LOCK:
+            if _STATE["patched"] is None and _STATE["recordings"] is found:
+                _STATE["patched"] = Patched(Router(replaying=found.mode == "replay"))
+    return found
 
 
 def from_settings(settings: object) -> Recordings | None:
