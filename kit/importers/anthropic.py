@@ -26,9 +26,13 @@ from kit.importers.common import UnknownBlock, block_type, maybe_json, strict_te
 ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 _REASONING = frozenset({"thinking", "redacted_thinking"})  # the model's hidden reasoning: no step of the agent
 _INPUT_ONLY = frozenset({"image", "document", "search_result"})  # what the user gave: no step either
+# The SDK's MessageStream yields, beside the raw events, its own helper events, which repeat what the deltas
+# carry (text, input_json, ...): left out, so nothing is counted twice.
+_HELPER_EVENTS = frozenset({"text", "input_json", "thinking", "signature", "citation"})
 STREAM_EVENTS = frozenset(
     {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta"}
     | {"message_stop", "ping"}
+    | _HELPER_EVENTS
 )
 _STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 READER = "the Anthropic reader"
@@ -91,7 +95,7 @@ def accumulate(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             messages.append(current)
             partial = {}
             continue
-        if kind == "ping" or kind == "message_stop":
+        if kind in ("ping", "message_stop") or kind in _HELPER_EVENTS:
             continue
         if current is None:
             raise UnknownBlock(f"stream event {n}: a {kind!r} event before any message_start")

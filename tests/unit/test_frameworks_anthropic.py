@@ -115,3 +115,22 @@ def test_a_tool_result_marked_is_error_is_the_calls_error(model_url, suite, monk
     assert all(r.passed for r in run.case_run.results), [r.reason for r in run.case_run.results]
     [call] = parse_trace(run.trace).tool_calls
     assert call.name == "lookup_order" and call.error == "no order ORD-9"
+
+
+def test_a_streams_events_as_the_sdk_yields_them_are_one_model_call(model_url) -> None:
+    """`for event in client.messages.stream(...)`: the raw events and the SDK's own helper events (text,
+    input_json) accumulate into the one model call, its call's arguments whole, each counted once."""
+    from anthropic import Anthropic
+
+    from kit.runner.frameworks import trace_dict
+
+    client = Anthropic(base_url=model_url.base_url, api_key="offline", max_retries=0)
+    ask = [{"role": "user", "content": "Please refund order ORD-7."}]
+    tools = [{"name": "lookup_order", "input_schema": {"type": "object"}}]
+    with client.messages.stream(model="claude-desk", max_tokens=64, messages=ask, tools=tools) as stream:
+        events = list(stream)
+    assert {e.type for e in events} >= {"message_start", "content_block_delta", "input_json", "message_stop"}
+    data = trace_dict(events, "c")
+    assert [s["kind"] for s in data["spans"]] == ["llm", "tool"]
+    [call] = [s for s in data["spans"] if s["kind"] == "tool"]
+    assert (call["name"], call["input"], call["executed"]) == ("lookup_order", {"order_id": "ORD-7"}, False)
