@@ -201,6 +201,9 @@ def promptfoo_config(
             "strategies": list(STRATEGIES),
         },
     }
+    for plugin in plugins:  # the agent's own purpose, never the reference shop's prompt
+        if plugin.get("id") == "prompt-extraction":
+            plugin["config"] = {**(plugin.get("config") or {}), "systemPrompt": purpose}
     if adaptive is not None:
         make_adaptive(config, adaptive)
     return config
@@ -791,6 +794,11 @@ def main(args: argparse.Namespace) -> int:
     source = kit_source()
     if source.local:  # the workflow cannot install the kit as written: the one line to change
         print(f"kit init: note: {init_ci.local_source_note(source)}")
+    if not (args.purpose or known_purpose):
+        print(
+            "kit init: note: [tool.kit.redteam] purpose is the generic text: say what your agent is for and must "
+            "never do (kit init --purpose TEXT, or edit pyproject.toml), so the red team attacks your agent's job"
+        )
     print("next: npm install, then `make evals` (or `kit run`, `deepeval test run tests/evals`, `npx promptfoo eval`,")
     print("      `npx promptfoo redteam run`)")
     return 0

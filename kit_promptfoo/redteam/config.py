@@ -268,6 +268,9 @@ def build(
         config["redteam"]["provider"]["id"] = "file://" + glue("redteam", "generator.py").resolve().as_posix()
         config["redteam"]["purpose"] = rt.purpose or GENERIC_PURPOSE
         config["redteam"]["plugins"] = plugins(config["redteam"]["plugins"], plan.redteam_corpus)
+        for plugin in config["redteam"]["plugins"]:  # the agent's own purpose, never the reference shop's prompt
+            if plugin.get("id") == "prompt-extraction":
+                plugin["config"] = {**(plugin.get("config") or {}), "systemPrompt": config["redteam"]["purpose"]}
     if plan.settings.mcp.servers:  # the agent declares MCP servers: attacks through them too, served by the target
         config["redteam"]["plugins"] = attacked.with_plugin(config["redteam"]["plugins"])
     if attacker is not None:

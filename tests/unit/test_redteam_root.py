@@ -82,3 +82,23 @@ def test_attacks_are_named_by_the_repositorys_corpus_else_by_their_plugin(repo: 
     written = {"vars": {"input": "A model wrote this."}, "metadata": {"pluginId": "pii:direct", "strategyId": "base64"}}
     named = hooks.beforeAll({"suite": {"tests": [written]}})["suite"]["tests"][0]["metadata"]
     assert re.fullmatch(r"redteam/pii:direct-[0-9a-f]{8}/base64", named["case_id"])
+
+
+def test_no_attack_quotes_the_reference_shop_and_the_purpose_is_asked_for(tmp_path: Path, monkeypatch, capsys) -> None:
+    import json as _json
+
+    (tmp_path / "desk.py").write_text("def run(text):\n    return []\n")
+    monkeypatch.chdir(tmp_path)
+    for var in ("KIT_AGENT", "KIT_CASES", "KIT_STORE", "KIT_REDTEAM_CORPUS", "KIT_PLAN"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["init", "--agent", "desk:run"]) == 0
+    assert "[tool.kit.redteam] purpose is the generic text: say what your agent is for" in capsys.readouterr().out
+    red = yamlio.safe_load((tmp_path / "promptfooconfig.yaml").read_text())["redteam"]
+    [extraction] = [p for p in red["plugins"] if p["id"] == "prompt-extraction"]
+    assert extraction["config"]["systemPrompt"] == red["purpose"]
+    built = config.build(tmp_path / "gen" / "redteam.yaml", current_plan(agent="desk:run"))
+    for section in (red, built["redteam"]):
+        text = _json.dumps({k: v for k, v in section.items() if k != "provider"})
+        assert not re.search(r"shop|ORD-|Alice|C001|order total", text), text
+    assert main(["init", "--force", "--purpose", "A library desk: renews loans, never shares a member's data."]) == 0
+    assert "purpose is the generic text" not in capsys.readouterr().out
