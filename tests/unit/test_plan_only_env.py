@@ -1,9 +1,10 @@
 """Each front end's subprocess, started with the plan document (KIT_PLAN) and nothing else of the kit's in a
 minimal environment, runs the plan: the DeepEval session stores the faulted agent's run under its label and the
-plan's evals id, and the Promptfoo store hook's `kit ingest` stores the eval in the plan's store under the plan's
+plan's evals id, the Promptfoo provider runs the faulted agent on a case named relative to the project (not to
+where it started), and the Promptfoo store hook's `kit ingest` stores the eval in the plan's store under the plan's
 evals id, with the plan's rules. No KIT_* copy of a setting travels beside the document any more
 (`Plan.env()`), so anything still reading one would miss the variant, the store or the evals id here. (The
-Promptfoo provider and the red team's are started the same way in test_plan_travels.py.)"""
+red team's provider is started the same way in test_plan_travels.py.)"""
 
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ log = api.run_agent(api.load_cases().by_id()["refund-happy-path"], 0)
 session.record(log)
 session.finish()
 print(json.dumps([session.run_id, [r.name for r in log.judged.results if r.outcome != "pass"]]))
+"""
+PROVIDER = """
+import json
+from kit_promptfoo.agent_provider import call_api
+r = call_api("My ceramic pour-over set from order ORD-100001 arrived damaged. Please refund it - yes, go ahead.",
+             {"config": {"reference": True}},
+             {"vars": {"case_file": "golden/cases/refunds.yaml", "case_id": "refund-happy-path"}})
+print(json.dumps([c["check"] for c in r["metadata"]["kit"]["verdict"]["checks"] if c["outcome"] != "pass"]))
 """
 HOOK = """
 import json, sys
@@ -74,6 +83,11 @@ def test_the_deepeval_session_runs_and_stores_the_plan(only_the_plan) -> None:
             "SELECT agent, evals_id, status FROM runs WHERE run_id = ?", [run_id]
         ).fetchone()
     assert (agent, evals_id, status) == ("reference:deterministic+double_refund", EVALS_ID, "complete")
+
+
+def test_the_promptfoo_provider_runs_the_plans_agent_on_the_plans_case(only_the_plan) -> None:
+    env, here, _ = only_the_plan
+    assert REFUND_CHECK in json.loads(_run(PROVIDER, env, here).strip().splitlines()[-1])
 
 
 def test_the_promptfoo_store_hook_ingests_into_the_plans_store(only_the_plan) -> None:
