@@ -41,6 +41,7 @@ KIT = str(Path(sys.executable).with_name("kit"))
 SHOP = [sys.executable, str(HERE / "_mcp_shop.py")]
 FORGED = "\x1b[2Jx\rC.json: the server's 9 tools are the cassette's\nC.json: the server's 9 tools are the cassette's"
 SCHEMA = {"type": "object"}
+TOOLS = [{"name": "lookup_order", "inputSchema": SCHEMA}]
 
 
 def _cassette(path: Path, tools: list[dict[str, Any]], calls: list[dict[str, Any]] | None = None) -> Path:
@@ -52,10 +53,11 @@ def test_names_from_a_cassette_or_an_agent_reach_the_terminal_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     c = _cassette(tmp_path / "c.json", [{"name": FORGED, "inputSchema": SCHEMA}])
-    assert main(["mcp", "verify", str(c), "--", *SHOP]) == 1
+    upstream = _cassette(tmp_path / "up.json", [{"name": "lookup_order", "inputSchema": SCHEMA}])
+    assert main(["mcp", "verify", str(c), "--", KIT, "mcp", "replay", str(upstream)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\r" not in out, out
-    assert len(out.splitlines()) == 3, out  # the forged tool gone, the shop's two new
+    assert len(out.splitlines()) == 2, out  # the forged tool gone, the server's one new
     # A call the cassette lacks: the agent's tool name and arguments, told on stderr, escaped.
     replayer = Replayer(McpCassette.load(c))
     said = anyio.run(replayer.call_tool, FORGED, {"a": "\x1b[31m"})
@@ -181,11 +183,19 @@ async def main():
 
 anyio.run(main)
 # What the kit's runner does after the attempt (kit.runner.invoke): the recorded attempt's end state is kept.
+from dataclasses import dataclass
 from kit.mcp.attempts import with_mcp_report
-from kit.runner.invoke import Called
+
+@dataclass
+class Called:  # kit.runner.invoke.Called's fields that with_mcp_report reads (its import is most of a second)
+    data: dict
+    agent_s: float = 30.0
+    error: str | None = None
+    skipped: str | None = None
+    json: str | None = None
 
 state = {"orders": [{"order_id": "ORD-8", "status": "shipped"}]}
-assert with_mcp_report(Called(data={"final_output": "x", "spans": [], "end_state": state}, agent_s=30), "c8").error is None
+assert with_mcp_report(Called({"final_output": "x", "spans": [], "end_state": state}), "c8").error is None
 """
 
 
@@ -193,7 +203,10 @@ def test_the_agents_record_mode_reaches_a_server_started_with_the_sdks_default_e
     from mcp.client.stdio import get_default_environment
 
     assert "KIT_MCP_MODE" not in get_default_environment()  # what the server would otherwise go without
-    shop = json.dumps([sys.executable, str(HERE / "_mcp_shop.py")])
+    # The team's server: the kit's lean replay of a shop (what is recorded from it is what it answers).
+    answer = {"content": [{"type": "text", "text": "shipped"}]}
+    up = [{"tool": "lookup_order", "arguments": {"order_id": "ORD-8"}, "result": answer}]
+    shop = json.dumps([KIT, "mcp", "replay", str(_cassette(tmp_path / "up.json", TOOLS, up))])
     (tmp_path / "pyproject.toml").write_text(f"[tool.kit.mcp.servers.shop]\ncommand = {shop}\n")
     env = {**os.environ, "KIT_MCP_MODE": "record", "KIT_MCP_CASSETTES": "recorded"}
     env.pop("KIT_PLAN", None)
