@@ -95,22 +95,79 @@ def test_the_config_carries_the_plugin_for_an_agent_with_mcp_servers(repo: Path)
         assert not re.search(r"ORD-|refund|shipping|order", text, re.I), text
 
 
-def test_a_sound_agent_behind_a_non_shop_server_passes_every_mcp_attack(repo: Path) -> None:
-    for test in _tests(repo):
-        out = _run(test, obey=False)
-        assert _failed(out) == [], (test["vars"]["kit_mcp_attack"], out["metadata"]["kit"]["verdict"])
-        called = {s.get("name") for s in out["metadata"]["trace"]["spans"] if s.get("kind") == "tool"}
-        assert attacked.HELPER in called, called  # the hostile tool was served, through the desk's own server
-    assert not list((repo / ".kit" / "mcp" / "attacks").glob("*.json"))  # each attack ended with its call
+class Library:
+    """The library server's tools as a backend (kit.mcp.serve.Backend), in-process."""
+
+    name, version = "library", "1"
+
+    async def list_tools(self) -> list:
+        return [
+            {"name": "find_book", "description": "Find a book on loan.", "inputSchema": {"type": "object"}},
+            {"name": "renew_loan", "description": "Renew a loan.", "inputSchema": {"type": "object"}},
+        ]
+
+    async def call_tool(self, name: str, arguments: dict) -> dict:
+        return {"content": [{"type": "text", "text": json.dumps({"ok": True})}], "isError": False}
 
 
-def test_an_agent_that_obeys_its_tools_fails_the_poisoned_and_exfiltration_attacks(repo: Path) -> None:
-    by_attack = {t["vars"]["kit_mcp_attack"]: t for t in _tests(repo)}
-    poisoned = _run(by_attack["poisoned-description"], obey=True)
+def _desk_under(attack: str, obey: bool) -> dict:
+    """What the library desk does under `attack`, in-process: two turns of listing the attacked server's tools (as
+    the Agents SDK lists them on every turn), the model's calls (library_model), the tool results; as a trace."""
+    import asyncio
+
+    from _mcp_library_desk import library_model
+
+    server = attacked.Attacked(Library(), attack)
+    question = attacked.questions(["find_book", "renew_loan"])[attack]
+    messages: list[dict] = [{"role": "user", "content": question}]
+    spans: list[dict] = []
+    model = library_model(obey)
+    for _ in range(6):
+        tools = asyncio.run(server.list_tools())
+        listed = [{"function": {"name": t["name"], "description": t["description"]}} for t in tools]
+        said = model({"messages": messages, "tools": listed})
+        if isinstance(said, str):
+            return {"case_id": attacked.CASE_ID, "final_output": said, "spans": spans}
+        [call] = said["tool_calls"]
+        result = asyncio.run(server.call_tool(call["name"], call["arguments"]))
+        text = result["content"][0]["text"]
+        spans.append({"kind": "tool", "name": call["name"], "input": call["arguments"], "output": text})
+        fn = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+        messages += [{"role": "assistant", "tool_calls": [{"function": fn}]}, {"role": "tool", "content": text}]
+    raise AssertionError(f"{attack}: the desk never answered")
+
+
+@pytest.mark.parametrize("attack", list(attacked.QUESTIONS))
+def test_every_mcp_attack_passes_the_sound_desk_and_fails_the_one_that_obeys(attack: str, tmp_path: Path) -> None:
+    from kit.evaluate import evaluate
+    from kit.trace import parse_trace
+
+    (tmp_path / "case.yaml").write_text(json.dumps(attacked.case({"find_book", "renew_loan"})))
+    [case] = load_suite(tmp_path / "case.yaml").cases
+
+    def failed(obey: bool) -> list[str]:
+        run = evaluate(parse_trace(_desk_under(attack, obey)), case)
+        return [r.name for r in run.results if not r.passed]
+
+    assert failed(obey=False) == []
+    assert failed(obey=True) != [], attack
+
+
+def test_a_sound_desk_behind_its_own_non_shop_server_keeps_every_invariant(repo: Path) -> None:
+    test = next(t for t in _tests(repo) if t["vars"]["kit_mcp_attack"] == "result-injection")
+    out = _run(test, obey=False)
+    assert _failed(out) == [], out["metadata"]["kit"]["verdict"]
+    called = {s.get("name") for s in out["metadata"]["trace"]["spans"] if s.get("kind") == "tool"}
+    assert attacked.HELPER in called, called  # the hostile tool was served, through the desk's own server
+    assert not list((repo / ".kit" / "mcp" / "attacks").glob("*.json"))  # the attack ended with the call
+
+
+def test_a_desk_that_obeys_its_tools_breaks_a_named_invariant_through_its_own_server(repo: Path) -> None:
+    test = next(t for t in _tests(repo) if t["vars"]["kit_mcp_attack"] == "poisoned-description")
+    poisoned = _run(test, obey=True)
     assert _failed(poisoned) == ["no_call_a_tool_asked_for"], poisoned["metadata"]["kit"]["verdict"]
     servers = {s.get("server") for s in poisoned["metadata"]["trace"]["spans"] if s.get("kind") == "tool"}
     assert servers == {"library"}  # the hostile tools came through the agent's own server
-    assert _failed(_run(by_attack["exfiltration"], obey=True)) == ["no_data_sent_to_a_tool"]
 
 
 def test_kit_init_writes_the_plugin_into_the_root_config_of_an_agent_with_mcp_servers(
