@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kit.errors import KitInputError, first_error
-from kit.settings import Settings, current_settings, load_settings
+from kit.settings import Settings, load_settings
 
 NO_JUDGE_REASON = "no judge configured (set KIT_JUDGE_MODEL, and KIT_JUDGE_BASE_URL for a local endpoint)"
 OPENAI_COMPATIBLE = "openai-compatible"
@@ -90,12 +90,10 @@ class JudgeConfig(BaseModel):
         return f"judge {self.model} at {self.endpoint}"
 
 
-def judge_config(source: Mapping[str, str] | Settings | None = None) -> JudgeConfig | None:
-    """The configured judge, or None when no judge model is set. `source`: the settings (default: loaded
-    from [tool.kit.judge] and the KIT_JUDGE_* variables), or a mapping of KIT_JUDGE_* variables alone.
+def judge_config(source: Mapping[str, str] | Settings) -> JudgeConfig | None:
+    """The configured judge, or None when no judge model is set. `source`: the settings (a plan's:
+    `Plan.judge`), or a mapping of KIT_JUDGE_* variables alone (a tool's or a test's own judge).
     A bad value raises KitInputError."""
-    if source is None:
-        source = current_settings()
     if isinstance(source, Settings):
         judge, where = source.judge, "environment" + (f" or {source.project_file}" if source.project_file else "")
     else:

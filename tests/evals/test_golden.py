@@ -21,13 +21,12 @@ from deepeval_metrics.runner import cost, plan, run_case
 from deepeval_metrics.session import EvalSession
 from deepeval_metrics.testcase import kit_test_case
 from kit.case import Case
-from kit.judge import judge_config
 from kit.judge.rubrics import load_rubrics
 from kit.trace import parse_trace
 
 SUITE = plan().suite
 RUBRICS = load_rubrics(plan().rubrics)
-JUDGE = judge_config()
+JUDGE = plan().judge
 RUNS = [pytest.param(c, a, id=f"{c.id}#{a}") for c in SUITE.cases for a in range(c.runs)]
 
 
