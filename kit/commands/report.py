@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kit.report.verdict_view import MergeVerdict
+    from kit.commands.gate import GateResult
+    from kit.report.verdict_view import MergeVerdict, RunVerdict
 
 SOURCES = ("kit", "deepeval", "promptfoo")
 
@@ -56,6 +57,7 @@ class ReportRequest:
     production: bool = False  # only the production section (the traces kit serve judged)
     gates: Path | None = None  # the policy whose alpha the side by side uses, over the one the later run recorded
     settings_gates: Path | None = None  # the settings' policy: its alpha for a run that recorded none
+    verdict: MergeVerdict | None = None  # the gate's, judged already (make evals); else the report asks the gate
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,7 @@ def report(req: ReportRequest) -> Report:
                 run_ids, pair = _choose(con, req)
             gated = _gated(con, req, run_ids, pair, _error_share(policy_file))
         # The report opens with the gate's verdict (a session of its own: the gate opens the store itself).
-        verdict = merge_verdict(store, gated, policy_file, req.cases)
+        verdict = req.verdict or merge_verdict(store, gated, policy_file, req.cases)
         with store.connect() as con:
             if pair:
                 alpha = _recorded_alpha(con, pair[1], alpha) if not req.gates else alpha
@@ -239,7 +241,7 @@ def merge_verdict(
     from kit.commands.gate import case_floors, gate_run
     from kit.errors import KitInputError
     from kit.gate.policy import GatePolicy, load_policy
-    from kit.report.verdict_view import MergeVerdict, RunVerdict
+    from kit.report.verdict_view import MergeVerdict
     from kit.store import queries as q
 
     try:
@@ -254,18 +256,24 @@ def merge_verdict(
         except (q.RunNotFound, KitInputError) as e:
             unjudged.append(f"gate could not judge run {run_id}: {e}")
             continue
-        runs.append(
-            RunVerdict(
-                run_id=run_id,
-                source=str(result.run["source"]),
-                agent=result.run.get("agent"),
-                headline=result.headline + (f" [{result.run['agent']}]" if result.run.get("agent") else ""),
-                problems=result.problems,
-                context=result.context,
-                under_floor=result.under_floor,
-            )
-        )
+        runs.append(run_verdict(result))
     return MergeVerdict(tuple(runs), tuple(unjudged))
+
+
+def run_verdict(result: GateResult) -> RunVerdict:
+    """A gate result (kit.commands.gate.GateResult) as the report shows it."""
+    from kit.report.verdict_view import RunVerdict
+
+    agent = result.run.get("agent")
+    return RunVerdict(
+        run_id=str(result.run["run_id"]),
+        source=str(result.run["source"]),
+        agent=agent,
+        headline=result.headline + (f" [{agent}]" if agent else ""),
+        problems=result.problems,
+        context=result.context,
+        under_floor=result.under_floor,
+    )
 
 
 def _error_share(policy_file: Path | None) -> float:

@@ -178,23 +178,30 @@ def evaluate(plan: Plan, chosen: list[Stage], out: Path, *, baseline_store: Path
     q.last_evals_file(store.path).write_text(
         json.dumps({"gated": [r["run_id"] for r in data.gated], "controls": _controls(data)}, indent=1)
     )
-    report = _report(plan, store, data, baselines, out)
+    broken = _broken(results, data)
+    try:
+        policy = plan.gate_policy
+        floors, notes = case_floors(Path(plan.cases), plan.settings.invariants)
+        bad_rules = None
+    except KitInputError as e:
+        bad_rules, notes = e, []
+    # The gate once: its verdict opens the report, and is what this command prints and exits on.
+    judged = (
+        {} if bad_rules else {r["run_id"]: _judge(store, r, baselines[r["run_id"]], policy, floors) for r in data.gated}
+    )
+    report = _report(plan, store, data, baselines, out, _merge_verdict(data, judged, broken, bad_rules))
     text = summary_text(data, results, str(report) if report else None, wall=wall)
     print(text)
     (out / "summary.txt").write_text(text)
     if report:
         print(f"HTML report: {report}; JUnit XML: {out / 'junit.xml'}; summary: {out / 'summary.txt'}")
     print("\n== gate")
-    try:
-        policy = plan.gate_policy
-        floors, notes = case_floors(Path(plan.cases), plan.settings.invariants)
-    except KitInputError as e:
-        print(f"make evals: {e}", file=sys.stderr)
+    if bad_rules is not None:
+        print(f"make evals: {bad_rules}", file=sys.stderr)
         return 2
     for n in notes:
         print(f"  note: {n}")
-    verdicts = [_gate(store, r, baselines[r["run_id"]], policy, floors) for r in data.gated]
-    broken = _broken(results, data)
+    verdicts = [_gate(r, judged[r["run_id"]]) for r in data.gated]
     for name, why in broken:
         print(f"make evals: stage {name} broke: {why}; see {logs / (name + '.log')}", file=sys.stderr)
     if not data.runs:
@@ -232,9 +239,11 @@ def _stopped(result: StageResult, out: Path) -> int:
     return 2
 
 
-def _report(plan: Plan, store: Store, data: Collected, baselines: dict[str, str | None], out: Path) -> Path | None:
+def _report(
+    plan: Plan, store: Store, data: Collected, baselines: dict[str, str | None], out: Path, verdict: Any = None
+) -> Path | None:
     """One HTML report of every run this invocation wrote, with the kit's run beside its baseline; the same
-    comparison as Markdown for a PR comment."""
+    comparison as Markdown for a PR comment. `verdict`: the gate's on this invocation, which both open with."""
     from kit.commands.report import ReportRequest, report
 
     kit_run = next((r["run_id"] for r in reversed(data.runs) if r["source"] == "kit"), None)
@@ -251,6 +260,7 @@ def _report(plan: Plan, store: Store, data: Collected, baselines: dict[str, str 
         cases=Path(plan.cases),
         gates=plan.settings.gates,
         text=False,
+        verdict=verdict,
     )
     try:
         return report(request).html
@@ -272,17 +282,38 @@ def baselines_for(con: Any, run_ids: list[str], gates: Path) -> dict[str, str | 
     return {run_id: q.baseline_run(con, run_id, share) for run_id in run_ids}
 
 
-def _gate(store: Store, run: dict[str, Any], baseline: str | None, policy: Any, floors: dict[str, float]) -> bool:
-    """The gate on one run (kit.commands.gate.gate_run, what `kit gate` prints), in a few lines: a red team's
-    hundreds of problems are counted, the first few shown (the summary above has them grouped by check)."""
+def _judge(store: Store, run: dict[str, Any], baseline: str | None, policy: Any, floors: dict[str, float]) -> Any:
+    """The gate on one run (kit.commands.gate.gate_run, what `kit gate` prints), or why it could not judge it."""
     from kit.commands.gate import gate_run
-    from kit.errors import KitInputError
 
-    who = f" [{run.get('agent') or ''}]" if run.get("agent") else ""
     try:
-        result = gate_run(store, run["run_id"], policy, floors, baseline=baseline)
+        return gate_run(store, run["run_id"], policy, floors, baseline=baseline)
     except (q.RunNotFound, KitInputError) as e:
-        print(f"  gate could not judge run {run['run_id']}: {e}{who}")
+        return f"gate could not judge run {run['run_id']}: {e}"
+
+
+def _merge_verdict(data: Collected, judged: dict[str, Any], broken: list[tuple[str, str]], bad_rules: Any) -> Any:
+    """The verdict the report opens with: the gate on each run, and what else fails this command (a stage
+    that broke, rules that could not be read, no run at all)."""
+    from kit.commands.report import run_verdict
+    from kit.report.verdict_view import MergeVerdict
+
+    runs = tuple(run_verdict(v) for v in judged.values() if not isinstance(v, str))
+    others = [v for v in judged.values() if isinstance(v, str)]
+    others += [f"stage {name} broke: {why}" for name, why in broken]
+    if bad_rules is not None:
+        others.append(f"the gate could not read its rules: {bad_rules}")
+    if not data.runs:
+        others.append("no run reached the store")
+    return MergeVerdict(runs, tuple(others))
+
+
+def _gate(run: dict[str, Any], result: Any) -> bool:
+    """One run's gate (`_judge`), in a few lines: a red team's hundreds of problems are counted, the first
+    few shown (the summary above has them grouped by check)."""
+    who = f" [{run.get('agent') or ''}]" if run.get("agent") else ""
+    if isinstance(result, str):
+        print(f"  {result}{who}")
         return False
     print(f"  {result.headline}{who}")
     for note in result.context:  # the rules it was judged by, the baseline and why

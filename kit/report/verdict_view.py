@@ -35,15 +35,15 @@ class RunVerdict:
 
 @dataclass(frozen=True)
 class MergeVerdict:
-    """The verdict on the change: every gated run passed its gate, or what failed. `unjudged`: runs the gate
-    could not judge, each with why (a change whose runs cannot be judged may not merge either)."""
+    """The verdict on the change: every gated run passed its gate, or what failed. `others`: what else keeps
+    it from merging, each with why (a run the gate could not judge, a stage of `make evals` that broke)."""
 
     runs: tuple[RunVerdict, ...]
-    unjudged: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
-        return bool(self.runs) and not self.unjudged and all(r.passed for r in self.runs)
+        return bool(self.runs) and not self.others and all(r.passed for r in self.runs)
 
     @property
     def problems(self) -> int:
@@ -57,9 +57,10 @@ class MergeVerdict:
         parts = []
         if failed:
             parts.append(f"{self.problems} problem{'s' if self.problems != 1 else ''} in {len(failed)} run(s)")
-        if self.unjudged:
-            parts.append(f"{len(self.unjudged)} run(s) the gate could not judge")
-        if not self.runs and not self.unjudged:
+        parts += list(self.others[:2])
+        if len(self.others) > 2:
+            parts.append(f"{len(self.others) - 2} more")
+        if not self.runs and not self.others:
             parts.append("no gated run")
         return "Gate FAILED: do not merge this change (" + "; ".join(parts) + ")"
 
@@ -76,7 +77,7 @@ class MergeVerdict:
             if len(r.problems) > SHOWN:
                 out.append(f"    ... {len(r.problems) - SHOWN} more: kit gate --run {r.run_id}")
             out += [f"    note: {n}" for n in r.context]
-        out += [f"  {u}" for u in self.unjudged]
+        out += [f"  {u}" for u in self.others]
         return [printable(line) for line in out]
 
 
@@ -97,7 +98,7 @@ def html(v: MergeVerdict) -> str:
             f'<div class="{cls}" data-run="{escape(r.run_id, quote=True)}"><div class="head">{escape(r.headline)}'
             f"</div>{f'<ul class=problems>{items}</ul>' if items else ''}{notes}</div>"
         )
-    runs += [f'<div class="run fail"><div class="head">{escape(u)}</div></div>' for u in v.unjudged]
+    runs += [f'<div class="run fail"><div class="head">{escape(u)}</div></div>' for u in v.others]
     state = "pass" if v.passed else "fail"
     return (
         f'<section id="verdict" class="verdict {state}"><h2>{escape(v.title())}</h2>'
@@ -116,5 +117,5 @@ def markdown(v: MergeVerdict, esc: Callable[[str], str]) -> list[str]:
         out += [f"  - {esc(p)}" for p in r.problems[:SHOWN]]
         if len(r.problems) > SHOWN:
             out.append(f"  - … {len(r.problems) - SHOWN} more: kit gate --run {esc(r.run_id)}")
-    out += [f"- {esc(u)}" for u in v.unjudged]
+    out += [f"- {esc(u)}" for u in v.others]
     return [*out, ""]

@@ -27,13 +27,19 @@ def _run(store, source: str, minute: int, results: dict[str, bool], evals_id: st
     return run_id
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
     """Two `make evals` (kit and Promptfoo runs each), an ad-hoc kit replay between them and ad-hoc
-    Promptfoo evals after the second."""
-    monkeypatch.chdir(tmp_path)
-    for name in ("KIT_GATES", "KIT_CASES", "KIT_STORE", "KIT_EVALS_ID"):
-        monkeypatch.delenv(name, raising=False)
+    Promptfoo evals after the second. Read only by the tests: built once."""
+    tmp_path = tmp_path_factory.mktemp("gated")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        for name in ("KIT_GATES", "KIT_CASES", "KIT_STORE", "KIT_EVALS_ID"):
+            mp.delenv(name, raising=False)
+        yield _build(tmp_path)
+
+
+def _build(tmp_path):
     store = open_store(tmp_path / "evals.duckdb")
     ok = {"a": True, "b": True}
     first = _run(store, "kit", 1, ok, "evals-1")

@@ -5,6 +5,7 @@ decide it. The issue's case: two cases from 1/1 to 0/1, under their floors, whic
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -24,19 +25,34 @@ def _run(store, results: dict[str, bool], evals_id: str) -> str:
     return run_id
 
 
+def _fell(folder):
+    store = open_store(folder / "evals.duckdb")
+    before = _run(store, {"refund": True, "lookup": True, "greet": True}, "evals-1")
+    after = _run(store, {"refund": False, "lookup": False, "greet": True}, "evals-2")
+    return folder, store, before, after
+
+
 @pytest.fixture
 def fell(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("KIT_GATES", "KIT_CASES", "KIT_STORE", "KIT_EVALS_ID"):
         monkeypatch.delenv(name, raising=False)
-    store = open_store(tmp_path / "evals.duckdb")
-    before = _run(store, {"refund": True, "lookup": True, "greet": True}, "evals-1")
-    after = _run(store, {"refund": False, "lookup": False, "greet": True}, "evals-2")
-    return tmp_path, store, before, after
+    return _fell(tmp_path)
 
 
-def test_the_page_and_the_markdown_open_with_the_failed_gate_and_never_call_a_case_under_its_floor_noise(fell):
-    folder, store, _, after = fell
+@pytest.fixture(scope="module")
+def fell_once(tmp_path_factory):
+    """`fell` for the tests that only read it: built once."""
+    folder = tmp_path_factory.mktemp("fell")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        for name in ("KIT_GATES", "KIT_CASES", "KIT_STORE", "KIT_EVALS_ID"):
+            mp.delenv(name, raising=False)
+        yield _fell(folder)
+
+
+def test_the_page_and_the_markdown_open_with_the_failed_gate_and_never_call_a_case_under_its_floor_noise(fell_once):
+    folder, store, _, after = fell_once
     done = report(
         ReportRequest(store=store.path, run=after, html=folder / "report.html", md=folder / "compare.md", text=False)
     )
@@ -60,8 +76,8 @@ def test_the_page_and_the_markdown_open_with_the_failed_gate_and_never_call_a_ca
     assert "| noise |  | 0 |" in md and "| under its floor |  | 2 |" in md
 
 
-def test_kit_report_and_kit_compare_say_first_that_the_gate_failed(fell, capsys):
-    _, store, before, after = fell
+def test_kit_report_and_kit_compare_say_first_that_the_gate_failed(fell_once, capsys):
+    _, store, before, after = fell_once
     assert kit(["report", "--store", str(store.path), "--run", after]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Gate FAILED: do not merge this change (2 problems in 1 run(s))")
@@ -84,3 +100,34 @@ def test_a_change_that_passes_the_gate_says_it_may_merge(fell, capsys):
     assert kit(["report", "--store", str(store.path), "--compare", after, fixed]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Gate passed: this change may merge (1 gated run, every one passed)")
+
+
+def test_make_evals_report_opens_with_its_own_verdict_a_broken_stage_included(fell, monkeypatch):
+    """The gate runs once in make evals: the report opens with the verdict make evals exits on, so a stage
+    that broke (whatever the gated runs say) is in it."""
+    from kit.pipeline.evals import evaluate
+    from kit.pipeline.executor import Stage, Step
+    from kit.plan import make_plan
+    from kit.settings import load_settings
+
+    folder, store, _, _ = fell
+    (folder / "verdict_desk.py").write_text("def run(text):\n    return {'final_output': 'hi', 'spans': []}\n")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, "verdict_desk", raising=False)
+    settings = load_settings({"agent": "verdict_desk:run", "cases": folder / "cases.yaml", "store": store.path})
+    plan = make_plan(settings).derive(evals_id="evals-3")
+
+    def runner() -> int:  # what the kit's stage writes: a run of this make evals, every case passed
+        _run(store, {"refund": True, "lookup": True, "greet": True}, "evals-3")
+        return 0
+
+    stages = [
+        Stage("kit", "the runner", (Step("kit", call=runner),)),
+        Stage("probe", "a stage that breaks", (Step("probe", call=lambda: 3),)),
+    ]
+    assert evaluate(plan, stages, folder / "out") == 1
+    page = (folder / "out" / "report.html").read_text()
+    head = page[page.index("<body>") : page.index("<h2>Sources</h2>")]
+    assert '<section id="verdict" class="verdict fail">' in head
+    assert "Gate FAILED: do not merge this change (stage probe broke: exit 3)" in head
+    assert "gate passed for run" in head
