@@ -59,6 +59,8 @@ def desk_model(body: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="module")
 def model_url() -> Any:
+    import anthropic  # noqa: F401  (imported before the timed runs: a cold import is slow on a busy machine)
+
     with ScriptedAnthropicServer(desk_model, host="127.0.0.2") as srv:
         os.environ["DESK_MODEL_URL"] = srv.base_url
         try:
@@ -77,7 +79,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _run(entry: str, case: Any) -> Any:
-    return invoke(load_agent(f"_anthropic_desk:{entry}"), case, 0, timeout=30)
+    return invoke(load_agent(f"_anthropic_desk:{entry}"), case, 0, timeout=60)
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)

@@ -25,6 +25,9 @@ SCOPED = {"guarded:issue_refund@agent:triage", "order:lookup_order<issue_refund@
 
 @pytest.fixture(scope="module")
 def model_url() -> Any:
+    import agents  # noqa: F401  (imported before the timed runs: a cold import is slow on a busy machine)
+    import langgraph.prebuilt  # noqa: F401
+
     with ScriptedOpenAIServer(desk_model, host="127.0.0.2") as srv:
         os.environ["DESK_MODEL_URL"] = srv.base_url
         try:
@@ -38,7 +41,7 @@ def model_url() -> Any:
 def test_a_named_agent_alone_passes_or_fails_its_own_checks(entry: str, bug: bool, model_url: Any, monkeypatch) -> None:
     monkeypatch.setenv("DESK_BUG", "1" if bug else "0")
     [case] = load_suite(FIXTURES / "triage.yaml").cases
-    run = invoke(load_agent(f"_triage_desk:{entry}"), case, 0, timeout=30)
+    run = invoke(load_agent(f"_triage_desk:{entry}"), case, 0, timeout=60)
     assert run.case_run.error is None, run.case_run.error
     failed = {r.name: r.reason for r in run.case_run.results if not r.passed}
     assert set(failed) == (SCOPED | {"called:lookup_order@agent:triage"} if bug else set()), failed
