@@ -201,7 +201,7 @@ def verdict(data: ReportData, rules: RunRules, baseline: Baseline | None = None)
     for line in _new_failures(data, rules, baseline, failing):
         (fails if failing_new else notes).append(line)
     if policy.baseline.new_failures == "significant":
-        more_fails, more_notes = _significant(data, policy, baseline)
+        more_fails, more_notes = _significant(data, policy, baseline, under_floor(data, rules))
         fails += more_fails
         notes += more_notes
     return _lines(fails), _lines(notes)
@@ -234,9 +234,12 @@ def _new_failures(
     return out
 
 
-def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline) -> tuple[list[str], list[str]]:
+def _significant(
+    data: ReportData, policy: GatePolicy, baseline: Baseline, under: Mapping[str, float]
+) -> tuple[list[str], list[str]]:
     """`new_failures: significant`, as (failures, notes): a drop that chance does not explain fails, naming
-    both fractions and p; any other change is listed, never failed."""
+    both fractions and p; any other change is listed, never failed. A case `under` its floor is never called
+    noise: its floor has judged it."""
     fails: list[str] = []
     notes: list[str] = []
     alpha = policy.baseline.alpha
@@ -249,6 +252,11 @@ def _significant(data: ReportData, policy: GatePolicy, baseline: Baseline) -> tu
         line = f"case {ch.case_id} {was} → {is_}, p = {p_text(ch.p_value)}"
         if ch.verdict == "regression":
             fails.append(f"significant drop vs baseline {baseline.run_id}: {line} < alpha {alpha:g} ({test})")
+        elif ch.verdict == "noise" and ch.case_id in under:
+            notes.append(
+                f"under its floor {under[ch.case_id]:.2f}, not noise, vs baseline {baseline.run_id}: {line} "
+                f"(not under alpha {alpha:g}; the floor decides)"
+            )
         elif ch.verdict == "noise":
             notes.append(f"noise vs baseline {baseline.run_id}: {line}, not under alpha {alpha:g}: not a regression")
         elif ch.verdict == "improvement":

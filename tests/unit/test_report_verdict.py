@@ -131,3 +131,14 @@ def test_make_evals_report_opens_with_its_own_verdict_a_broken_stage_included(fe
     assert '<section id="verdict" class="verdict fail">' in head
     assert "Gate FAILED: do not merge this change (stage probe broke: exit 3)" in head
     assert "gate passed for run" in head
+
+
+def test_the_gate_never_calls_a_case_under_its_floor_noise(fell_once, tmp_path, capsys):
+    _, store, before, after = fell_once
+    policy = tmp_path / "gates.yaml"
+    policy.write_text("baseline: {new_failures: significant}\n")
+    argv = ["gate", "--store", str(store.path), "--run", after, "--baseline", before, "--config", str(policy)]
+    assert kit(argv) == 1
+    out = capsys.readouterr().out
+    assert "noise vs baseline" not in out
+    assert f"under its floor 1.00, not noise, vs baseline {before}: case refund 1/1 (1.00) → 0/1 (0.00)" in out
