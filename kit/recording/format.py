@@ -21,6 +21,7 @@ a file. A file of another shape is refused by name (`KitInputError`), never read
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -105,9 +106,15 @@ class Recording(_Strict):
 def path_for(folder: Path, case_id: str) -> Path:
     """`<folder>/<case id>.json`; a KitInputError for an id that cannot name a file inside the folder."""
     try:
-        return file_in(Path(folder), case_id, SUFFIX)
+        return _path_for(str(folder), case_id)
     except ValueError as e:
         raise KitInputError(f"case '{case_id}': no recording file: {e}", file=str(folder)) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _path_for(folder: str, case_id: str) -> Path:
+    # Every attempt of a replay looks its file up: the path is checked (resolved) once per process.
+    return file_in(Path(folder), case_id, SUFFIX)
 
 
 def to_text(recording: Recording) -> str:

@@ -39,10 +39,7 @@ class Tape:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        answers: dict[str, list[Response]] = defaultdict(list)
-        for ex in self.recorded or ():
-            answers[key(ex.request)].append(ex.response)
-        self._answers = dict(answers)
+        self._answers = _answers(self.recorded) if self.recorded else {}
 
     @property
     def where(self) -> str:
@@ -80,6 +77,29 @@ class Tape:
     def keep(self, request: Request, response: Response) -> None:
         with self._lock:
             self.kept.append(Exchange(request=request, response=response))
+
+
+_ANSWERS: dict[int, tuple[list[Exchange], dict[str, list[Response]]]] = {}
+_ANSWERS_LOCK = threading.Lock()
+
+
+def _answers(recorded: list[Exchange]) -> dict[str, list[Response]]:
+    """An attempt's recorded answers by request key, made once per recording read (a replayed suite opens each
+    attempt's tape anew per call; the parsed file is cached, so its lists are the same objects). Read only: a
+    tape counts what it served on its own."""
+    with _ANSWERS_LOCK:
+        found = _ANSWERS.get(id(recorded))
+        if found is not None and found[0] is recorded:
+            return found[1]
+    answers: dict[str, list[Response]] = defaultdict(list)
+    for ex in recorded:
+        answers[key(ex.request)].append(ex.response)
+    made = dict(answers)
+    with _ANSWERS_LOCK:
+        if len(_ANSWERS) > 4096:
+            _ANSWERS.clear()
+        _ANSWERS[id(recorded)] = (recorded, made)  # the list kept alive with it: its id is not reused meanwhile
+    return made
 
 
 current: ContextVar[Tape | None] = ContextVar("kit_recording_tape", default=None)
