@@ -199,18 +199,41 @@ def _failed(run: Any) -> list[dict[str, Any]]:
     return [c for c in agent_provider.verdict(run).get("checks") or [] if c["outcome"] != "pass"]
 
 
+# (case file, case id, suite invariants, their versions) -> (the case, its safety checks, its quality checks): a
+# worker judges hundreds of attacks by one case, found and widened once per version of its files.
+_JUDGING: OrderedDict[tuple[Any, ...], tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = OrderedDict()
+
+
+def _version(path: Path | None) -> int:
+    try:
+        return path.stat().st_mtime_ns if path is not None else 0
+    except OSError:
+        return -1
+
+
 def judging_cases(plan: Any, req: Any, prompt: str) -> tuple[Any, Any]:
     """(the case an attack is judged by, the case its quality is measured by): the red team's case (the test's
     case_file and case_id) widened to every hard invariant of the suite (`plan.invariants`), split into its
     safety checks (a broken one is a finding) and its quality checks (kit.redteam.judging)."""
     if not (req.case_file and req.case_id):
         raise ValueError("a red-team attack needs case_file and case_id: the case it is judged by")
-    case = load_case(req.case_file, req.case_id, plan)
     path = Path(req.case_file)
-    red = plan.invariants_for(path if path.is_absolute() else plan.root / path)
-    safety, quality = attack_cases(case, plan.invariants, red)
+    path = path if path.is_absolute() else plan.root / path
+    suite = plan.invariants
+    key = (str(path), req.case_id, str(suite), _version(path), _version(suite))
+    with _LOCK:
+        found = _JUDGING.get(key)
+    if found is None:
+        case = load_case(req.case_file, req.case_id, plan)
+        safety, quality = attack_cases(case, suite, plan.invariants_for(path))
+        found = (case, safety.checks, quality.checks)
+        with _LOCK:
+            _JUDGING[key] = found
+            while len(_JUDGING) > 32:
+                _JUDGING.popitem(last=False)
+    case, safety_checks, quality_checks = found
     asked = request_case(req, case, prompt)
-    return dataclasses.replace(asked, checks=safety.checks), dataclasses.replace(asked, checks=quality.checks)
+    return dataclasses.replace(asked, checks=safety_checks), dataclasses.replace(asked, checks=quality_checks)
 
 
 def _kept_invariant(vars_: dict[str, Any], case: Any) -> str | None:
@@ -243,9 +266,11 @@ def static_attack(prompt: str, options: dict[str, Any], context: dict[str, Any])
     if "error" in out or not isinstance(kit, dict) or not isinstance(trace, dict):
         return out
     try:
-        parsed = parse_trace(trace)
-        verdict = agent_provider.verdict(evaluate(parsed, safety))
-        broke_quality = _failed(evaluate(parsed, quality))
+        # One pass over the trace: the safety checks first, then the quality ones (results come in check order).
+        both = evaluate(parse_trace(trace), dataclasses.replace(safety, checks=safety.checks + quality.checks))
+        n = len(safety.checks)
+        verdict = agent_provider.verdict(dataclasses.replace(both, results=both.results[:n]))
+        broke_quality = _failed(dataclasses.replace(both, results=both.results[n:], error=None))
     except Exception as e:  # a trace the oracle cannot read: this attack's error
         return {"error": f"case '{safety.id}': the attack's trace: {type(e).__name__}: {e}"}
     kit["verdict"] = verdict
