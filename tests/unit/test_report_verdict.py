@@ -4,7 +4,6 @@ decide it. The issue's case: two cases from 1/1 to 0/1, under their floors, whic
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
@@ -89,15 +88,10 @@ def test_kit_report_and_kit_compare_say_first_that_the_gate_failed(fell_once, ca
     assert out.startswith("Gate FAILED: do not merge this change")
     assert "under floor: lookup 1/1 (1.00" in out and "noise:" not in out
 
-    assert kit(["compare", "--store", str(store.path), "--json"]) == 0
-    said = json.loads(capsys.readouterr().out)["gate"]
-    assert said["passed"] is False and len(said["problems"]) == 2
 
-
-def test_a_change_that_passes_the_gate_says_it_may_merge(fell, capsys):
-    _, store, _, after = fell
-    fixed = _run(store, {"refund": True, "lookup": True, "greet": True}, "evals-3")
-    assert kit(["report", "--store", str(store.path), "--compare", after, fixed]) == 0
+def test_a_change_that_passes_the_gate_says_it_may_merge(fell_once, capsys):
+    _, store, passing, failing = fell_once
+    assert kit(["report", "--store", str(store.path), "--compare", failing, passing]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Gate passed: this change may merge (1 gated run, every one passed)")
 
