@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 DISTRIBUTION = "agent-eval-kit"
 WORKFLOW = ".github/workflows/evals.yml"
@@ -140,6 +141,13 @@ def model_env(root: Path) -> list[str]:
         lines += [
             f"  {prefix}_API_KEY: ${{{{ secrets.{prefix}_API_KEY }}}}",
             f"  {prefix}_BASE_URL: ${{{{ vars.{prefix}_BASE_URL || '{default}' }}}}",
+        ]
+    if used:
+        # .env sends every other host to a closed port (Promptfoo's telemetry); the weekly run records live.
+        hosts = ",".join(["127.0.0.1", "localhost", "::1", *(urlsplit(default).hostname or "" for _, default in used)])
+        lines += [
+            "  # .env sends every host but these to a closed port: add your base URL's host when it is another.",
+            f'  NO_PROXY: "{hosts}"',
         ]
     if not used:
         lines += [

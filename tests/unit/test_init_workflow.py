@@ -64,6 +64,7 @@ def test_the_workflow_installs_the_kit_the_project_and_names_the_agents_model_va
     assert env["ANTHROPIC_BASE_URL"] == "${{ vars.ANTHROPIC_BASE_URL || 'https://api.anthropic.com' }}"
     assert env["KIT_JUDGE_API_KEY"] == "${{ secrets.KIT_JUDGE_API_KEY }}"
     assert "OPENAI_API_KEY" not in env
+    assert env["NO_PROXY"] == "127.0.0.1,localhost,::1,api.anthropic.com"  # .env closes every other host
     # Pull requests replay the recordings; the weekly run records, after a replayed run to compare with.
     assert env["KIT_RECORDINGS_MODE"] == "${{ github.event_name == 'schedule' && 'record' || 'replay' }}"
     assert any(s.get("env", {}).get("KIT_RECORDINGS_MODE") == "replay" for s in steps)
