@@ -183,7 +183,7 @@ def test_no_code_reads_files_relative_to_the_source_tree():
 def test_the_agent_module_is_found_from_the_project_root_without_pythonpath(repo, monkeypatch):
     import sys
 
-    from kit.runner.agents import load_agent
+    from kit.plan import current_plan
 
     assert init("--agent", "rooted_desk_agent:run") == 0
     (repo / "rooted_desk_agent.py").write_text(AGENT)
@@ -191,7 +191,9 @@ def test_the_agent_module_is_found_from_the_project_root_without_pythonpath(repo
     monkeypatch.chdir(repo / "deep" / "down")  # a tool started below the root (Promptfoo's worker, say)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(repo))])
     monkeypatch.delitem(sys.modules, "rooted_desk_agent", raising=False)
-    agent = load_agent("rooted_desk_agent:run")
+    monkeypatch.delenv("KIT_PLAN", raising=False)
+    monkeypatch.delenv("KIT_AGENT", raising=False)
+    agent = current_plan().agent  # what every front end runs: the plan's agent, imported from the project's root
     assert agent.name == "rooted_desk_agent:run"
 
 
