@@ -100,6 +100,8 @@ def kind(span: OtelSpan, convention: str | None = None) -> tuple[str | None, str
             return "llm", GENAI
     if convention in (None, OPENINFERENCE):
         oi = str(a.get("openinference.span.kind") or "").upper()
+        if oi == "LLM" and span.name.endswith("._prepare_chat_with_tools"):
+            return None, None  # LlamaIndex's preparation of a call's messages, which its instrumentation marks LLM
         if oi == "LLM":
             return "llm", OPENINFERENCE
         if oi == "TOOL":
@@ -586,6 +588,11 @@ def _tool(span: OtelSpan, conv: str) -> _ToolSpan:
             error = error or (raw_result if isinstance(raw_result, str) else "tool reported an error")
         return _ToolSpan(span, name, a.get("gen_ai.tool.call.id"), raw_args, raw_result, error)
     raw_result, call_id, error = a.get("output.value"), a.get("tool_call.id"), span.error
+    output = _json(raw_result)
+    if isinstance(output, dict) and {"tool_name", "raw_output", "is_error"} <= set(output):  # LlamaIndex's ToolOutput
+        raw_result = output["raw_output"]
+        if output["is_error"]:
+            error = error or str(output.get("content") or "tool reported an error")
     envelope = _tool_message(raw_result)
     if envelope is not None:  # LangChain's ToolMessage: the tool's content, its call id, its status
         raw_result = envelope.get("content")
@@ -603,8 +610,8 @@ def _called_with(raw: Any) -> Any:
     name no argument) leave the model's own arguments to be read instead."""
     v = _json(raw)
     wrapped = isinstance(v, dict) and set(v) <= {"args", "kwargs", "sanitize_inputs_outputs"}
-    if wrapped and isinstance(v.get("args"), list) and isinstance(v.get("kwargs"), dict):
-        return None if v["args"] else v["kwargs"]
+    if wrapped and isinstance(v.get("args", []), list) and isinstance(v.get("kwargs"), dict):
+        return None if v.get("args") else v["kwargs"]  # LlamaIndex's FunctionTool.acall: `{"kwargs": ...}` alone
     return raw
 
 
@@ -990,6 +997,8 @@ def _agent_output(root: OtelSpan, convention: str | None) -> str | None:
         v = root.attrs.get("final_result")  # pydantic-ai's agent run
         return v if isinstance(v, str) or v is None else json.dumps(v, default=str)
     v = _json(root.attrs.get("output.value"))
+    if isinstance(v, str) and v.startswith("StopEvent("):
+        return None  # LlamaIndex's workflow result, as Python's repr: the model's last answer is read instead
     if isinstance(v, dict):  # LangChain's graph state: the last message is the answer
         msgs = v.get("messages") or (v.get("output") if isinstance(v.get("output"), list) else None)
         if isinstance(msgs, list) and msgs:

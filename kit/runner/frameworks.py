@@ -38,6 +38,7 @@ from kit.importers.anthropic import is_anthropic_message, is_stream_event
 from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
 from kit.importers.converse import is_converse_message
 from kit.importers.gemini import is_adk_event, is_content
+from kit.runner.llamaindex_events import event_kind
 from kit.runner.smolagents_steps import step_kind
 
 # Fields of a trace (kit.trace.Trace), listed here so that recognising one does not build its schema.
@@ -121,6 +122,8 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
         raise UnknownResult("returned a Strands AgentResult, which holds only its last message: return agent.messages")
     if origin == "smolagents" and isinstance(getattr(result, "steps", None), list):
         result = result.steps  # an AgentMemory, or a run's RunResult (`return_full_result=True`): its steps
+    if origin == "llamaindex":  # one event (the run's AgentOutput): read as a list, which says what it lacks
+        return _from_messages([result], {}, case_id, where="a LlamaIndex event")
     if origin == "anthropic":
         if callable(getattr(result, "get_final_message", None)):
             result = result.get_final_message()  # a MessageStream: the message it streamed
@@ -151,6 +154,8 @@ def _origin(obj: Any) -> str | None:
             return "strands"
         if cls.__module__.startswith(("google.adk", "google.genai")) and hasattr(obj, "model_dump"):
             return "gemini"
+        if root == "llama_index" and hasattr(obj, "model_dump"):
+            return "llamaindex"
         if root == "agents" and hasattr(obj, "to_input_list") and hasattr(obj, "raw_responses"):
             return "openai_agents"
         if root == "openai" and hasattr(obj, "model_dump"):
@@ -219,6 +224,8 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
         return _from_converse(items, extra, case_id, where)
     if kinds == {"gemini"}:
         return _from_gemini(items, extra, case_id, where)
+    if kinds == {"llamaindex"}:
+        return _from_llamaindex(items, extra, case_id, where)
     if not items or kinds == {"openai"}:
         from kit.runner.framework_agents import by_message_name
 
@@ -261,6 +268,8 @@ def _item_kind(m: Any) -> str:
             return "langchain"
         if step_kind(m) is not None:
             return "smolagents"
+        if event_kind(m) is not None:
+            return "llamaindex"
         if is_anthropic_message(m) or is_stream_event(m):
             return "anthropic"
         if is_converse_message(m):
@@ -322,6 +331,20 @@ def _from_gemini(items: list[Any], extra: dict[str, Any], case_id: str, where: s
         raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
     trace = _converted({**_openai_extra(extra), "messages": messages}, case_id, "adk", what=where)
     return by_message_name(trace, authors, one_is_named=True)
+
+
+def _from_llamaindex(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:
+    """LlamaIndex agent workflow events (kit.runner.llamaindex_events): an output's agent is its agent."""
+    from kit.runner.framework_agents import by_message_name
+    from kit.runner.llamaindex_events import UnreadEvent, to_messages
+
+    try:
+        messages, agents, errors = to_messages(items)
+    except UnreadEvent as e:
+        raise UnknownResult(f"returned {e}") from None
+    conv = {**_openai_extra(extra), "messages": messages}
+    trace = _converted(conv, case_id, "llamaindex", errors=errors, what=where)
+    return by_message_name(trace, agents, one_is_named=True)
 
 
 def _openai_extra(extra: dict[str, Any]) -> dict[str, Any]:

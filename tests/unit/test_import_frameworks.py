@@ -154,3 +154,12 @@ def test_an_export_without_message_content_keeps_the_calls_and_never_passes_an_a
     failed = {r.name for r in evaluate(clean, case).results if not r.passed}
     assert failed == {"arg:issue_refund.amount", "contains"}
     assert {r.name for r in evaluate(bug, case).results if not r.passed} >= BUG
+
+
+def test_a_llamaindex_agentoutput_alone_is_refused_naming_what_to_return() -> None:
+    """The run's final AgentOutput (what `await handler` gives) holds no step of the run: refused, never read as
+    a run of no calls."""
+    events = json.loads((FIXTURES / "llamaindex_desk.json").read_text())
+    final = next(e for e in reversed(events) if "response" in e)
+    with pytest.raises(UnknownResult, match=r"AgentOutput alone.*stream_events"):
+        trace_dict([final], "c")
