@@ -15,10 +15,11 @@ from kit.pipeline.stages import redteam_stage
 from kit.plan import make_plan
 from kit_promptfoo import run_promptfoo
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
-        not run_promptfoo.promptfoo_bin().exists(), reason="node_modules missing: make promptfoo-install"
+        not run_promptfoo.promptfoo_bin(ROOT).exists(), reason="node_modules missing: make promptfoo-install"
     ),
 ]
 
@@ -37,11 +38,11 @@ def test_an_attack_naming_an_environment_variable_never_carries_its_value(tmp_pa
     (tmp_path / "echo.py").write_text(ECHO)
     (tmp_path / "config.yaml").write_text(CONFIG)
     out = tmp_path / "out.json"
-    env = run_promptfoo.offline_env(base={**step.env, "KIT_TEST_SECRET": SECRET, "PATH": "/usr/bin:/bin"})
+    env = run_promptfoo.offline_env(ROOT, base={**step.env, "KIT_TEST_SECRET": SECRET, "PATH": "/usr/bin:/bin"})
     env["PROMPTFOO_PYTHON"] = sys.executable
     args = ["eval", "-c", "config.yaml", "--no-write", "--no-progress-bar", "-o", str(out)]
     done = subprocess.run(
-        run_promptfoo.command(args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        run_promptfoo.command(args, ROOT), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert out.exists(), done.stdout[-2000:] + done.stderr[-2000:]
     [result] = json.loads(out.read_text())["results"]["results"]

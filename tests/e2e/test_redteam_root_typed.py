@@ -17,7 +17,7 @@ from kit.doubles.attacker import ScriptedAttacker
 from kit_promptfoo import run_promptfoo
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not run_promptfoo.promptfoo_bin().exists(), reason="run `make promptfoo-install`")
+pytestmark = pytest.mark.skipif(not run_promptfoo.promptfoo_bin(ROOT).exists(), reason="run `make promptfoo-install`")
 
 DESK = """\
 def fault(text, history):
@@ -64,7 +64,7 @@ def test_the_root_config_adapts_as_typed(tmp_path: Path) -> None:
             "KIT_PROMPTFOO_RESULTS": str(repo / "results.json"),
         }
         run = subprocess.run(
-            run_promptfoo.command(["redteam", "run", "--no-progress-bar"]),
+            run_promptfoo.command(["redteam", "run", "--no-progress-bar"], ROOT),
             cwd=repo, env=run_env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         calls = dict(attacker.calls)
