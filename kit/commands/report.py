@@ -180,11 +180,11 @@ def report(req: ReportRequest) -> Report:
                 run_ids, pair = _choose(con, req)
             gated = _gated(con, req, run_ids, pair, _error_share(policy_file))
         # The report opens with the gate's verdict (a session of its own: the gate opens the store itself).
-        verdict = req.verdict or merge_verdict(store, gated, policy_file, req.cases)
+        verdict = req.verdict or (merge_verdict(store, gated, policy_file, req.cases) if gated else None)
         with store.connect() as con:
             if pair:
                 alpha = _recorded_alpha(con, pair[1], alpha) if not req.gates else alpha
-                under = verdict.under_floor(pair[1])
+                under = verdict.under_floor(pair[1]) if verdict else {}
                 side = pd.side_by_side(con, *pair, k=req.k, alpha=alpha, under_floor=under)
             if req.html:
                 page = html.render(
@@ -195,7 +195,7 @@ def report(req: ReportRequest) -> Report:
                 shown = text.render_comparison(cmp, q.run_info(con, pair[0]), q.run_info(con, pair[1]))
         if not req.compare and req.text:  # a store session of its own, after the one above has let the lock go
             shown = text.render(gather(store, req.run, k=req.k, source=req.source, recent=req.recent))
-        if shown is not None:
+        if shown is not None and verdict is not None:
             shown = f"{verdict_view.text(verdict)}\n\n{shown}"
     except q.RunNotFound as e:
         raise KitInputError(f"{store.path}: {e}") from None
@@ -224,11 +224,13 @@ def _gated(
     from kit.store import queries as q
 
     if req.html:
-        chosen = [r for r in run_ids if not q.is_control(q.run_info(con, r))]
+        chosen = run_ids
     elif pair:
         chosen = [pair[1]]
     else:
         chosen = [q.resolve_run(con, req.run, req.source)]
+    # A red-team control must fail, and is never gated: no verdict on it.
+    chosen = [r for r in chosen if not q.is_control(q.run_info(con, r))]
     return [(r, pair[0] if pair and r == pair[1] else q.baseline_run(con, r, share)) for r in chosen]
 
 

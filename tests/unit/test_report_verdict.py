@@ -125,6 +125,10 @@ def test_make_evals_report_opens_with_its_own_verdict_a_broken_stage_included(fe
     assert '<section id="verdict" class="verdict fail">' in head
     assert "Gate FAILED: do not merge this change (stage probe broke: exit 3)" in head
     assert "gate passed for run" in head
+    # A red-team control must fail and is never gated: its report says nothing of a merge.
+    control = store.start_run("promptfoo", agent="control-obey", model="m", git_sha=None, kind="control")
+    store.finish_run(control)
+    assert "Gate" not in report(ReportRequest(store=store.path, run=control)).text
 
 
 def test_the_gate_never_calls_a_case_under_its_floor_noise(fell_once, tmp_path, capsys):
