@@ -999,6 +999,8 @@ def _agent_output(root: OtelSpan, convention: str | None) -> str | None:
     v = _json(root.attrs.get("output.value"))
     if isinstance(v, str) and v.startswith("StopEvent("):
         return None  # LlamaIndex's workflow result, as Python's repr: the model's last answer is read instead
+    if isinstance(v, dict) and isinstance(v.get("tasks_output"), list) and isinstance(v.get("raw"), str):
+        return v["raw"]  # CrewAI's CrewOutput: its answer, not the JSON of the whole output
     if isinstance(v, dict):  # LangChain's graph state: the last message is the answer
         msgs = v.get("messages") or (v.get("output") if isinstance(v.get("output"), list) else None)
         if isinstance(msgs, list) and msgs:

@@ -38,6 +38,7 @@ from kit.importers.anthropic import is_anthropic_message, is_stream_event
 from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
 from kit.importers.converse import is_converse_message
 from kit.importers.gemini import is_adk_event, is_content
+from kit.runner.crewai_output import is_crew_output
 from kit.runner.llamaindex_events import event_kind
 from kit.runner.smolagents_steps import step_kind
 
@@ -122,6 +123,8 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
         raise UnknownResult("returned a Strands AgentResult, which holds only its last message: return agent.messages")
     if origin == "smolagents" and isinstance(getattr(result, "steps", None), list):
         result = result.steps  # an AgentMemory, or a run's RunResult (`return_full_result=True`): its steps
+    if origin == "crewai" and callable(getattr(result, "model_dump", None)):
+        return _from_crew(result.model_dump(mode="json"), case_id)
     if origin == "llamaindex":  # one event (the run's AgentOutput): read as a list, which says what it lacks
         return _from_messages([result], {}, case_id, where="a LlamaIndex event")
     if origin == "anthropic":
@@ -156,6 +159,8 @@ def _origin(obj: Any) -> str | None:
             return "gemini"
         if root == "llama_index" and hasattr(obj, "model_dump"):
             return "llamaindex"
+        if root == "crewai" and hasattr(obj, "tasks_output"):
+            return "crewai"
         if root == "agents" and hasattr(obj, "to_input_list") and hasattr(obj, "raw_responses"):
             return "openai_agents"
         if root == "openai" and hasattr(obj, "model_dump"):
@@ -188,6 +193,8 @@ def _from_dict(result: dict[str, Any], case_id: str) -> dict[str, Any]:
             return _from_messages(list(messages), extra, case_id, where="a message list")
     if "spans" in result or "final_output" in result or (result and set(result) <= TRACE_FIELDS):
         return {k: v for k, v in result.items() if k != "messages"}
+    if is_crew_output(result):
+        return _from_crew(result, case_id)
     if is_anthropic_message(result):  # one Message, dumped
         return _from_messages([result], {}, case_id, where="an Anthropic message")
     if isinstance(result.get("choices"), list) or isinstance(result.get("traj"), list):
@@ -345,6 +352,29 @@ def _from_llamaindex(items: list[Any], extra: dict[str, Any], case_id: str, wher
     conv = {**_openai_extra(extra), "messages": messages}
     trace = _converted(conv, case_id, "llamaindex", errors=errors, what=where)
     return by_message_name(trace, agents, one_is_named=True)
+
+
+def _from_crew(output: dict[str, Any], case_id: str) -> dict[str, Any]:
+    """A CrewAI CrewOutput (kit.runner.crewai_output): its tasks' messages, each task's agent named."""
+    from kit.runner.crewai_output import UnreadOutput, to_messages
+    from kit.runner.framework_agents import by_message_name
+
+    try:
+        messages, agents = to_messages(output)
+    except UnreadOutput as e:
+        raise UnknownResult(f"returned a CrewOutput that cannot be read: {e}") from None
+    for m in messages:  # CrewAI writes a tool's dict result as str() of it
+        if m.get("role") == "tool" and isinstance(m.get("content"), str):
+            value = _python_or_json(m["content"])
+            m["content"] = value if isinstance(value, str) else json.dumps(value, default=str)
+    conv: dict[str, Any] = {"messages": messages, "final_output": output.get("raw")}
+    usage = output.get("token_usage")  # the crew's total: put on its first model call, never counted twice
+    if isinstance(usage, dict) and "prompt_tokens" in usage:
+        conv["usage"] = {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage.get("completion_tokens", 0),
+        }
+    return by_message_name(_converted(conv, case_id, "crewai", what="a CrewOutput"), agents, one_is_named=True)
 
 
 def _openai_extra(extra: dict[str, Any]) -> dict[str, Any]:
