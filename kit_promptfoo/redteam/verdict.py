@@ -58,6 +58,25 @@ def success_rates(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str
     return out
 
 
+def unattacked_goals(data: dict[str, Any], results: list[dict[str, Any]]) -> list[str]:
+    """A goal of the eval's config (a `kit_goal_id` plugin) that no result attacked, one line each: Promptfoo drops a
+    generated test it cannot render (a template error), and a goal nobody pursued must not pass as resisted."""
+    red = ((data.get("config") or {}) if isinstance(data.get("config"), dict) else {}).get("redteam") or {}
+    wanted = {
+        str(mods["kit_goal_id"])
+        for p in red.get("plugins") or []
+        if isinstance(p, dict)
+        and isinstance(mods := ((p.get("config") or {}).get("modifiers") or {}), dict)
+        and mods.get("kit_goal_id")
+    }
+    seen = {
+        str(((meta.get("pluginConfig") or {}).get("modifiers") or {}).get("kit_goal_id"))
+        for r in results
+        if isinstance(meta := (r.get("testCase") or {}).get("metadata") or {}, dict)
+    }
+    return [f"goal {g}: no attack pursued it (its test was not generated or not run)" for g in sorted(wanted - seen)]
+
+
 def quality_failures(results: list[dict[str, Any]]) -> dict[str, Counter[str]]:
     """target -> Counter of quality checks (budgets, repeated calls) broken under attack: never findings, reported
     apart (a static attack's list of checks, an adaptive one's check -> turn)."""
@@ -142,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    accepted risk {name} (gates.yaml redteam.accepted): attack {case_id} succeeded")
         else:
             kept.append(r)
-    problems = judge(summarize(kept), args.vulnerable or ["obey-injection"])
+    problems = judge(summarize(kept), args.vulnerable or ["obey-injection"]) + unattacked_goals(data, results)
     for p in problems:
         print(f"red team verdict: {p}", file=sys.stderr)
     return 1 if problems else 0

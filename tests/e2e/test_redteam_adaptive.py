@@ -95,7 +95,13 @@ def _red_team(
         cwd=repo, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode in (0, 100), run.stdout[-3000:] + run.stderr[-3000:]
-    return json.loads(out.read_text())["results"]["results"]
+    data = json.loads(out.read_text())
+    if attacker is not None:  # the results file carries the config's goals: every one was pursued
+        from kit_promptfoo.redteam import verdict
+
+        assert "goal-refund-safety-guarded-issue-refund" in json.dumps(data["config"]["redteam"]["plugins"])
+        assert verdict.unattacked_goals(data, data["results"]["results"]) == []
+    return data["results"]["results"]
 
 
 def _strategy(results: list[dict], strategy: str) -> dict:

@@ -110,3 +110,24 @@ def test_the_verdict_reports_quality_under_attack_apart() -> None:
                 "response": {"metadata": {"kit": {"quality_failed": {"no_repeat": 2, "budget": 3}}}}}  # fmt: skip
     assert verdict.quality_failures([static, adaptive]) == {"desk": {"no_repeat": 2, "budget": 1}}
     assert verdict.judge(verdict.summarize([static, adaptive]), ["obey-injection"]) == []  # no finding
+
+
+def test_a_goal_no_attack_pursued_fails_the_red_team_naming_it(repo: Path, capsys) -> None:
+    import json
+
+    from kit_promptfoo.redteam import verdict
+
+    def goal(gid: str) -> dict:
+        return {"id": "policy", "config": {"modifiers": {"kit_category": "invariant-goal", "kit_goal_id": gid}}}
+
+    meta = {"pluginId": "policy", "strategyId": "crescendo", "pluginConfig": goal("goal-a")["config"]}
+    ran = {"provider": {"label": "desk"}, "success": True, "testCase": {"metadata": meta}}
+    data = {"config": {"redteam": {"plugins": [goal("goal-a"), goal("goal-b")]}}, "results": {"results": [ran]}}
+    (repo / "results.json").write_text(json.dumps(data))
+    assert verdict.main([str(repo / "results.json")]) == 1
+    assert "goal goal-b: no attack pursued it" in capsys.readouterr().err
+    data["results"]["results"].append(
+        {**ran, "testCase": {"metadata": {**meta, "pluginConfig": goal("goal-b")["config"]}}}
+    )
+    (repo / "results.json").write_text(json.dumps(data))
+    assert verdict.main([str(repo / "results.json")]) == 0
