@@ -47,12 +47,13 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.config and not Path(args.config).exists():
             raise KitInputError("no such gate policy file", file=args.config)
-        policy = load_policy(Path(args.config) if args.config else load_settings().gates)
-        floors, floor_notes = case_floors(Path(args.cases) if args.cases else load_settings().cases)
+        settings = load_settings()
+        policy = load_policy(Path(args.config) if args.config else settings.gates)
+        floors, floor_notes = case_floors(Path(args.cases) if args.cases else settings.cases, settings.invariants)
     except KitInputError as e:
         print(f"kit gate: {e}", file=sys.stderr)
         return 2
-    store = open_store(args.store)
+    store = open_store(args.store or settings.store)
     # A disk that cannot take results may have lost the latest run: never gate the one before it instead.
     store.check_writable()
     failed = False
@@ -245,14 +246,15 @@ def _why(
     return line + ")"
 
 
-def case_floors(path: Path) -> tuple[dict[str, float], list[str]]:
+def case_floors(path: Path, invariants: Path | None = None) -> tuple[dict[str, float], list[str]]:
     """The cases' own floors (`min_pass_fraction`) by case id, and notes on what could not be read: a case
-    whose file did not load is held to `hard.min_pass_fraction`, and the gate says so."""
-    from kit.case import load_suite
+    whose file did not load is held to `hard.min_pass_fraction`, and the gate says so. `invariants`: the
+    settings' invariants file (kit.case.invariants_of, as the front ends expand them)."""
+    from kit.case import invariants_of, load_suite
 
     if not path.exists():
         return {}, [f"no case files at {path}: every case is held to hard.min_pass_fraction"]
-    suite = load_suite(path)
+    suite = load_suite(path, invariants_of(path, configured=invariants))
     notes = [f"case floors: {e}; its cases are held to hard.min_pass_fraction" for e in suite.errors]
     return {c.id: c.min_pass_fraction for c in suite.cases if c.min_pass_fraction is not None}, notes
 
