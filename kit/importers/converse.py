@@ -133,6 +133,9 @@ def from_converse(data: Any, *, case_id: str, file: str | None = None) -> list[d
     from kit.errors import KitInputError
     from kit.importers.openai_chat import from_openai
 
+    listed = data.get("messages") if isinstance(data, dict) else data
+    if not isinstance(listed, list) or not all(isinstance(m, dict) for m in listed):
+        raise KitInputError("not Converse messages (expected a list of {role, content: [blocks]} messages)", file=file)
     extra = {k: v for k, v in data.items() if k != "messages"} if isinstance(data, dict) else {}
     items = data["messages"] if isinstance(data, dict) else data
     try:

@@ -179,6 +179,9 @@ def chat_messages(items: Any) -> list[Msg]:
             continue
         if not set(m) & _MESSAGE_KEYS:  # a Responses-API item, a stream event: no message this reader knows
             raise UnknownBlock(f"message {i}: a {block_type(m)} item, which the importer does not read as a message")
+        if isinstance(m.get("content"), dict):  # an event holding a message (ADK's), not a message's content
+            keys = ", ".join(repr(k) for k in list(m["content"])[:4])
+            raise UnknownBlock(f"message {i}: content that is an object ({keys}), which the importer does not read")
         msg = Msg(str(m.get("role") or "assistant"), finish_reason=m.get("finish_reason"))
         texts = []
         if isinstance(m.get("parts"), list):
@@ -352,6 +355,8 @@ def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
 def _openinference_values(attrs: dict[str, Any]) -> tuple[list[Msg], list[Msg]]:
     """An LLM span that records only the raw request and response (`input.value` / `output.value`)."""
     raw_in, raw_out = _json(attrs.get("input.value")), _json(attrs.get("output.value"))
+    if isinstance(raw_in, dict) and "messages" in raw_in and not isinstance(raw_in["messages"], list):
+        raise UnknownBlock(f"input.value: messages that are {_shape(raw_in['messages'])}, not a list of messages")
     if isinstance(raw_in, dict) and isinstance(raw_in.get("messages"), list):
         inputs = chat_messages(raw_in["messages"])
     elif isinstance(raw_in, list):
