@@ -867,17 +867,19 @@ def build_trace(
         "finish_reason": _finish(root, last_llm, final),
         "latency_ms": round((max(ends) - min(starts)) / 1e6, 3) if starts and ends else None,
         "spans": out,
-        **_agent_fields(out, agents, named_graph(spans)),
+        **_agent_fields(out, agents, spans),
         "source_format": "otel-" + "+".join(conventions) if conventions else "otel",
         "otel_trace_id": spans[0].trace_id if spans else None,
         **_session(spans),
     }
 
 
-def _agent_fields(out: list[dict[str, Any]], agents: SpanAgents, graph: str | None = None) -> dict[str, Any]:
+def _agent_fields(out: list[dict[str, Any]], agents: SpanAgents, spans: list[OtelSpan]) -> dict[str, Any]:
     """The handoffs of a run of several agents; nothing for a run of one, whose spans then all name its agent
     when a span named it, and none otherwise (the trace reads as before)."""
-    named = {s.get("agent") for s in out} - {None} or ({graph} if graph else set())
+    named = {s.get("agent") for s in out} - {None}
+    graph = named_graph(spans) if not named else None  # looked for only when no span names an agent
+    named = named or ({graph} if graph else set())
     if len(named) < 2:
         for s in out:
             s.pop("agent", None)
