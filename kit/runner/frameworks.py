@@ -12,6 +12,12 @@ Recognised (`trace_dict(result, case_id)`):
   `{"messages": [...]}` (what `graph.invoke()` returns);
 - pydantic-ai `ModelMessage` lists (`result.all_messages()`), their JSON (`all_messages_json()`), the
   decoded JSON, or the run's result itself (`agent.run_sync(...)`);
+- Anthropic Messages (kit.importers.anthropic): `Message`s, the list an agent keeps (`tool_use` /
+  `tool_result` blocks, the SDK's block objects as they came), dumped, a `MessageStream` or its events;
+- Bedrock Converse messages (kit.importers.converse), as Strands' `agent.messages` holds them;
+- Google ADK's `Event`s and Gemini `Content`s (kit.importers.gemini), each event's author its agent;
+- smolagents' memory steps (kit.runner.smolagents_steps), LlamaIndex's agent workflow events
+  (kit.runner.llamaindex_events) and CrewAI's `CrewOutput` (kit.runner.crewai_output);
 - any of the dicts above with `mcp_servers` beside the messages: per MCP server, the tools the agent loaded
   from it (names, or the tools as its MCP client listed them), put as `server` on those tools' calls; the
   Agents SDK's RunResult names its MCP servers itself (kit.importers.mcp).
@@ -22,7 +28,9 @@ becomes OpenAI chat messages (each assistant message with its own usage and mode
 reader (kit.importers.openai_chat), which makes the spans, pairs each tool result with its call by id and
 decides the final output; tool failures the framework marks itself (a LangChain `status="error"`, a
 pydantic-ai retry prompt or failed return) become the call's error. Anything else is `UnknownResult`, whose
-message says what was found: a dict of unknown shape never becomes an empty trace.
+message says what was found: a dict of unknown shape never becomes an empty trace, and a content block a
+reader does not know (a `tool_use` block in an OpenAI list) is named with its place, never dropped. A run of
+one agent its framework names carries the name (kit.runner.framework_agents).
 """
 
 from __future__ import annotations
