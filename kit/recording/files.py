@@ -5,11 +5,12 @@ Attempts of one case may finish at once in threads of one process and in the run
 merges its attempt into the file under an exclusive `flock` on `<folder>/.kit/lock` (with a thread lock beside
 it), reading the file afresh, so no attempt overwrites another's.
 
-One recording session (one `make evals`, one `kit run` and its hosts) may call the agent more than once for
-the same case and attempt: the red team's strategies send one attack in several forms under its case id. The
-first save of an attempt in a session replaces what an earlier session recorded; the later ones add to it, so
-each call's requests are found on replay. `<folder>/.kit/session.json` says which session wrote which attempts;
-`<folder>/.kit/` is the kit's own (a `.gitignore` in it keeps it out of the repository).
+One recording session (one `make evals`: its evals id; else one process) may call the agent more than once
+for the same case and attempt: the red team's strategies send one attack in several forms under its case id.
+The first save of an attempt in a session replaces what an earlier session recorded; the later ones add to it,
+so each call's requests are found on replay. `<folder>/.kit/sessions.json` says which session wrote which
+attempts (sessions at once keep theirs apart); `<folder>/.kit/` is the kit's own (a `.gitignore` in it keeps it
+out of the repository).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -60,35 +62,45 @@ def save_attempt(
         current = read(folder, case_id)
         if current is None or current.model != model:  # another model's attempts are no recording of this one
             current = Recording(case=case_id, model=model)
-        state = _session(folder, session)
+        sessions = _sessions(folder)
+        written = sessions.setdefault(session, {"at": time.time(), "written": []})["written"]
         mark = f"{case_id}\n{attempt}"
-        if mark in state["written"]:
+        if mark in written:
             exchanges = [*(current.attempt(attempt) or []), *exchanges]
         else:
-            state["written"].append(mark)
-            _write_session(folder, state)
+            written.append(mark)
+            _write_sessions(folder, sessions)
         return write(folder, current.with_attempt(attempt, exchanges, model))
 
 
-def _session(folder: Path, session: str) -> dict:
-    path = Path(folder) / STATE / "session.json"
+# Sessions at once (stages of one `make evals`, the runner's hosts) each keep what they wrote; the oldest go.
+MAX_SESSIONS = 64
+
+
+def _sessions(folder: Path) -> dict[str, dict]:
+    """Each recent session's written attempts (`<folder>/.kit/sessions.json`); unreadable: none."""
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads((Path(folder) / STATE / "sessions.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        state = None
-    if not isinstance(state, dict) or state.get("session") != session or not isinstance(state.get("written"), list):
-        state = {"session": session, "written": []}
-    return state
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {
+        k: v
+        for k, v in found.items()
+        if isinstance(v, dict) and isinstance(v.get("written"), list) and isinstance(v.get("at"), int | float)
+    }
 
 
-def _write_session(folder: Path, state: dict) -> None:
-    path = Path(folder) / STATE / "session.json"
-    tmp = path.with_name(f".session.{os.getpid()}.tmp")
+def _write_sessions(folder: Path, sessions: dict[str, dict]) -> None:
+    kept = dict(sorted(sessions.items(), key=lambda kv: kv[1]["at"])[-MAX_SESSIONS:])
+    path = Path(folder) / STATE / "sessions.json"
+    tmp = path.with_name(f".sessions.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(state), encoding="utf-8")
+        tmp.write_text(json.dumps(kept), encoding="utf-8")
         os.replace(tmp, path)
     except OSError as e:
-        raise KitInputError(f"cannot write the recording session: {e.strerror or e}", file=str(path)) from None
+        raise KitInputError(f"cannot write the recording sessions: {e.strerror or e}", file=str(path)) from None
 
 
 def prune(folder: Path, used: Mapping[str, int]) -> list[str]:

@@ -179,7 +179,7 @@ def from_settings(settings: object) -> Recordings | None:
     mode = getattr(section, "mode", "live")
     if section is None or mode == "live":
         return None
-    session = getattr(settings, "evals_id", None) or getattr(settings, "run_id", None) or ""
+    session = getattr(settings, "evals_id", None) or ""  # never a run id: a reused one would add to old recordings
     return Recordings(mode, Path(section.folder).absolute(), getattr(settings, "agent_model", None), session)
 
 

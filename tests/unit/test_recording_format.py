@@ -72,8 +72,7 @@ def test_streams_are_kept_as_their_events() -> None:
 
 def test_attempts_saved_at_once_are_all_kept_and_prune_drops_the_unused(tmp_path: Path) -> None:
     threads = [
-        threading.Thread(target=save_attempt, args=(tmp_path, "c", i, [_ex(str(i))], "m-2024-01-01"))
-        for i in range(8)
+        threading.Thread(target=save_attempt, args=(tmp_path, "c", i, [_ex(str(i))], "m-2024-01-01")) for i in range(8)
     ]
     for t in threads:
         t.start()
@@ -98,3 +97,11 @@ def test_a_session_adds_to_its_own_attempt_and_replaces_an_earlier_sessions(tmp_
     assert rec is not None
     assert [ex.request.body["messages"][0]["content"] for ex in rec.attempts["0"]] == ["plain", "base64"]
     assert (tmp_path / ".kit" / ".gitignore").read_text() == "*\n"
+
+
+def test_sessions_at_once_keep_their_own_attempts_apart(tmp_path: Path) -> None:
+    save_attempt(tmp_path, "redteam", 0, [_ex("a1")], None, "evals-red")
+    save_attempt(tmp_path, "golden", 0, [_ex("g")], None, "host-1")  # another stage's host, at the same time
+    save_attempt(tmp_path, "redteam", 0, [_ex("a2")], None, "evals-red")
+    rec = read(tmp_path, "redteam")
+    assert rec is not None and [ex.request.body["messages"][0]["content"] for ex in rec.attempts["0"]] == ["a1", "a2"]
