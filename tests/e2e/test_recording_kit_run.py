@@ -76,7 +76,7 @@ def test_kit_run_replays_the_recorded_run_offline(tmp_path: Path, monkeypatch: p
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIT_")}
     env["PYTHONPATH"] = str(ROOT)
     rep = subprocess.run(
-        ["unshare", "-n", sys.executable, "-m", "kit.cli", "run", "--json", "-q"],
+        ["unshare", "-n", sys.executable, "-m", "kit.cli", "run", "--json", "-q", "--workers", "1"],  # one host
         cwd=tmp_path,
         env=env,
         capture_output=True,
