@@ -1,7 +1,11 @@
-"""`kit recordings serve NAME --upstream URL`: the kit's endpoint for the model calls that leave from Node
-(Promptfoo's attacker, the red team's grader.cjs): give them the printed base URL instead of the model's; it
-records them (`<folder>/NAME.json`) or replays them as `[tool.kit.recordings] mode` says, until stopped
-(exit 1 when a replayed request had no recording).
+"""`kit recordings serve [--name NAME] --upstream URL [-- COMMAND...]`: the kit's endpoint for the model calls
+that leave from Node (Promptfoo's attacker, the red team's grader.cjs): give them the printed base URL instead
+of the model's; it records them (`<folder>/NAME.json`) or replays them as `[tool.kit.recordings] mode` says, until
+stopped, or while COMMAND runs (its environment names the endpoint in KIT_RECORDINGS_ENDPOINT; the exit code
+is COMMAND's). Exit 1 when a replayed request had no recording.
+
+    KIT_REDTEAM_ATTACKER_BASE_URL=http://127.0.0.1:8765/v1 \
+        kit recordings serve --upstream https://attacker.example/v1 --port 8765 -- make evals
 
 `kit recordings prune`: remove the model-call recordings no case uses (kit.recording.prune): a case's file
 when the suite has no such case any more, and the attempts past what its case runs (`runs:`, or `--runs`).
@@ -22,10 +26,13 @@ if TYPE_CHECKING:
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     serve = sub.add_parser("serve", help="an endpoint recording or replaying the calls made to it (Node's)")
-    serve.add_argument("name", help="the recording's id, e.g. _attacker/redteam (its file: <folder>/NAME.json)")
+    serve.add_argument(
+        "--name", default="_attacker/redteam", help="the recording's id: its file is <folder>/NAME.json (%(default)s)"
+    )
     serve.add_argument("--upstream", help="the model's base URL to forward to when recording")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     serve.add_argument("--model", help="the model id these calls are pinned to (default: none)")
+    serve.add_argument("command", nargs="*", help="after --: a command to run with the endpoint up")
     prune = sub.add_parser("prune", help="remove the recordings no case uses")
     prune.add_argument("--cases", help="the suite (default: the settings' cases)")
     prune.add_argument("--runs", type=int, default=0, help="keep attempts up to N per case even past its `runs:`")
@@ -36,11 +43,16 @@ def main(args: argparse.Namespace) -> int:
     from kit.settings import load_settings
 
     settings = load_settings()
-    return serve(args, settings) if args.action == "serve" else prune_unused(args, settings)
+    if args.action == "serve":
+        import os
+
+        return serve(args, settings, dict(os.environ))
+    return prune_unused(args, settings)
 
 
-def serve(args: argparse.Namespace, settings: Settings) -> int:
+def serve(args: argparse.Namespace, settings: Settings, environ: dict[str, str]) -> int:
     import signal
+    import subprocess
     import threading
 
     from kit.errors import KitInputError
@@ -61,12 +73,20 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         endpoint = Endpoint(recordings, args.name, upstream=args.upstream, model=args.model, port=args.port)
     except (ValueError, OSError) as e:
         raise KitInputError(str(e)) from None
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    code = 0
     with endpoint:
         print(endpoint.base_url, flush=True)
-        stop.wait()
+        if command:
+            try:
+                code = subprocess.call(command, env={**environ, "KIT_RECORDINGS_ENDPOINT": endpoint.base_url})
+            except OSError as e:
+                raise KitInputError(f"cannot run {command[0]}: {e.strerror or e}") from None
+        else:
+            stop.wait()
     for miss in endpoint.misses:
         print(f"recording miss: {miss}", file=sys.stderr)
-    return 1 if endpoint.misses else 0
+    return code or (1 if endpoint.misses else 0)
 
 
 def prune_unused(args: argparse.Namespace, settings: Settings) -> int:
