@@ -60,8 +60,10 @@ def production_case(invariants: Path | None, names: list[str] | None = None, che
     if checks is not None:
         specs += _checks_file(checks)
     if not specs:
+        given = [str(p) for p in (invariants, checks) if p is not None]
         raise KitInputError(
-            "no check to judge production traces by: give an invariants file (--invariants) or a checks file (--checks)"
+            "no check to judge production traces by"
+            + (f" (none in {' or '.join(given)})" if given else ": give --invariants FILE or --checks FILE")
         )
     file = str(checks or invariants)
     case = Case(id=CASE_ID, input="", checks=unique_labels(specs, file=file, case=CASE_ID))

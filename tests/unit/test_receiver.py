@@ -297,3 +297,22 @@ def test_hostile_bodies_are_each_a_4xx_naming_why_never_a_crash(tmp_path):
 
     any_bytes()
     assert receiver.status()["batches"] == 0 or receiver.status()["spans"] >= receiver.status()["batches"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe garbage", b"- {type: no_such_check}\n", b""],
+)
+def test_a_bad_checks_invariants_or_shard_file_is_exit_2_naming_it(tmp_path, content, capsys):
+    from kit.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    for argv in (
+        ["serve", "--checks", str(bad), "--invariants", str(GOLDEN), "--port", "0"],
+        ["serve", "--invariants", str(bad), "--port", "0"],
+        ["serve", "--store", str(tmp_path / "all.duckdb"), "--merge", str(bad)],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "bad.yaml" in err and "Traceback" not in err, (argv, err)
