@@ -50,6 +50,7 @@ from typing import Any
 from kit.case import Case
 from kit.errors import KitInputError
 from kit.evaluate import error_run, evaluate
+from kit.mcp.attempts import with_mcp_report
 from kit.offline import agent_environment
 from kit.result import CaseRun
 from kit.runner.agents import Agent, MalformedTrace, resolve_awaitable, to_trace
@@ -519,7 +520,7 @@ def _read(
     except BaseException as e:  # reading a hostile result (a property that raises, exits, ...)
         why = f"the agent returned a result that could not be read: {_cause(e)}"
         return Called(error=why, agent_s=agent_s, retries=retries, calls=calls, kit_s=time.perf_counter() - t1)
-    return Called(
+    called = Called(
         data=data,
         agent_s=agent_s,
         kit_s=time.perf_counter() - t1,
@@ -528,6 +529,8 @@ def _read(
         json=text,
         trace=trace,
     )
+    # A miss its replayed MCP server told is the attempt's error, whatever the agent's own code made of it.
+    return with_mcp_report(called, case.id)
 
 
 def _json_text(data: dict[str, Any]) -> str:

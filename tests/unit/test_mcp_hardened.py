@@ -242,16 +242,15 @@ def test_a_miss_the_agents_code_swallows_is_the_attempts_error(tmp_path: Path, m
     from kit.case import Case
     from kit.mcp.attempts import SLACK_S, with_mcp_report
     from kit.runner.agents import load_agent
-    from kit.runner.invoke import Called, call
+    from kit.runner.invoke import Called, invoke
 
     tools = [{"name": "send_audit_email", "inputSchema": SCHEMA}]
     monkeypatch.setenv("DESK_CASSETTE", str(_cassette(tmp_path / "desk.json", tools)))
     case = Case(id="refund", input="Refund ORD-7.", checks=[])
-    called = call(load_agent(f"{__name__}:swallowing_desk"), case, 0, timeout=60)
-    assert called.error is None and called.data["final_output"] == "Refund issued."  # the agent hid it
-    judged = with_mcp_report(called, case.id)  # what the runner makes of the attempt (kit.runner.invoke)
-    assert judged.error is not None and "send_audit_email" in judged.error, judged
-    assert "that its replayed cassette cannot answer" in judged.error
+    # The agent returns a clean run that hides the failed call: the runner's attempt is its error all the same.
+    run = invoke(load_agent(f"{__name__}:swallowing_desk"), case, 0, timeout=60).case_run
+    assert run.outcome == "error" and "send_audit_email" in (run.error or ""), run
+    assert "that its replayed cassette cannot answer" in (run.error or "")
     time.sleep(SLACK_S + 0.1)
     later = Called(data={"final_output": "ok", "spans": []}, agent_s=0.0)  # an attempt after it: not its miss
     assert with_mcp_report(later, case.id).error is None
@@ -270,6 +269,10 @@ def refunding_desk(text: str) -> dict[str, Any]:
             assert not (await session.call_tool("issue_refund", {"order_id": "GA-1001"})).is_error
 
     anyio.run(main)
+    return refunding_desk_output()
+
+
+def refunding_desk_output() -> dict[str, Any]:
     return {"final_output": "Refunded GA-1001.", "spans": [], "end_state": {"refunds": []}}
 
 
@@ -279,7 +282,7 @@ def test_a_replayed_attempts_end_state_is_the_one_recorded_with_the_cassette(
     from kit.case import load_suite
     from kit.mcp.attempts import with_mcp_report
     from kit.runner.agents import load_agent
-    from kit.runner.invoke import call, judge
+    from kit.runner.invoke import Called, call, judge
 
     tools = [{"name": "issue_refund", "inputSchema": SCHEMA}]
     answer = {"content": [{"type": "text", "text": "refunded"}]}
@@ -295,8 +298,12 @@ def test_a_replayed_attempts_end_state_is_the_one_recorded_with_the_cassette(
     )
     refund, unrecorded = load_suite(tmp_path / "cases.yaml").cases
     called = call(load_agent(f"{__name__}:refunding_desk"), refund, 0, timeout=60)
-    assert not judge(called, refund, 0).case_run.passed  # as the agent returned it: a false failure
-    run = judge(with_mcp_report(called, refund.id), refund, 0).case_run
+    run = judge(called, refund, 0).case_run
     assert run.passed, run  # judged on the tables the live tools left when the cassette was recorded
-    run = judge(with_mcp_report(called, unrecorded.id), unrecorded, 0).case_run
+    # As the agent returned it (the tables no replayed tool wrote): a false failure.
+    assert called.data is not None
+    returned = Called(data={**called.data, **refunding_desk_output()}, agent_s=called.agent_s)
+    assert not judge(returned, refund, 0).case_run.passed
+    # The same attempt's run for a case recorded with no end state: an error naming the replay.
+    run = judge(with_mcp_report(returned, unrecorded.id), unrecorded, 0).case_run
     assert run.outcome == "error" and "replayed MCP cassette" in run.results[0].reason, run
