@@ -20,6 +20,16 @@ def connect(database: str = ":memory:", *, read_only: bool = False, config: dict
     return duckdb.connect(database, read_only=read_only, config={**(config or {}), **NO_EXTENSIONS})
 
 
+def join_held(database: str, *, read_only: bool) -> Any:
+    """A connection to a database file this process already holds open, with the holder's configuration:
+    DuckDB shares one database per file in a process and refuses a connection of another configuration (our
+    NO_EXTENSIONS included). No database is opened anew, so nothing is loaded that the holder did not load.
+    Call it only after `connect` was refused with DuckDB's "different configuration" error."""
+    import duckdb
+
+    return duckdb.connect(database, read_only=read_only)
+
+
 def foreign_file(path: Path) -> str | None:
     """What a file that is not a DuckDB database is, for the error that refuses it (None: it may be one).
     DuckDB's header holds "DUCK" at byte 8; SQLite's starts "SQLite format 3"."""

@@ -223,9 +223,11 @@ def _held_open(p: Path, refused: Exception) -> Any:
     ever run on it. KitInputError when neither is the holder's."""
     import duckdb
 
+    from kit import duck
+
     for read_only in (False, True):
         try:
-            return duckdb.connect(str(p), read_only=read_only)
+            return duck.join_held(str(p), read_only=read_only)
         except duckdb.Error:
             continue
     raise KitInputError(f"--end-state: cannot open the DuckDB database: {refused}", file=str(p)) from None
