@@ -404,6 +404,25 @@ def current_settings(env: Mapping[str, str] | None = None) -> Settings:
     return document_settings(read_document(named), env, named)
 
 
+# What `kit mcp serve` needs of the agent that started it: the MCP SDK's stdio client hands its server only a few
+# variables (HOME, PATH, ...), so a server started that way takes these from the agent's own process.
+AGENT_VARIABLES = (PLAN_ENV, "KIT_MCP_MODE", "KIT_MCP_CASSETTES")
+
+
+def agent_server_settings(env: Mapping[str, str]) -> Settings:
+    """current_settings() of a server an agent started (`kit mcp serve`): each of AGENT_VARIABLES that `env`
+    lacks taken from the nearest ancestor process that has one (the agent), its relative paths made relative to
+    that process's folder."""
+    from kit.mcp.process import from_ancestors
+
+    env = dict(env)
+    missing = tuple(v for v in AGENT_VARIABLES if not (env.get(v) or "").strip())
+    found, folder = from_ancestors(missing) if missing else ({}, None)
+    for var, value in found.items():
+        env[var] = str(folder / value) if var != "KIT_MCP_MODE" and folder is not None else value
+    return current_settings(env)
+
+
 def read_document(path: str | Path) -> dict[str, Any]:
     """A plan document from its file (what KIT_PLAN names), or KitInputError naming the file."""
     try:

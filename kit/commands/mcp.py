@@ -102,30 +102,13 @@ def _main(args: argparse.Namespace) -> int:
     return code
 
 
-# What the agent was run with that `kit mcp serve` needs: the MCP SDK's stdio client hands its server only a few
-# variables (HOME, PATH, ...), so a server started that way takes these from the agent's own process.
-AGENT_VARIABLES = ("KIT_PLAN", "KIT_MCP_MODE", "KIT_MCP_CASSETTES")
-
-
 def _settings(args: argparse.Namespace) -> Any:
-    """The settings, once: the plan document's (KIT_PLAN) or the project's with the KIT_* variables. `serve`
-    takes each of AGENT_VARIABLES it was not given from the nearest ancestor process that has one (the agent),
-    its relative paths made relative to that process's folder."""
-    env = dict(os.environ)
-    if args.action == "serve":
-        from kit.mcp.process import from_ancestors
+    """The settings, once: the plan document's (KIT_PLAN) or the project's with the KIT_* variables; `serve`'s
+    with what the agent that started it was run with (kit.settings.agent_server_settings)."""
+    # kit.settings, not kit.plan: a replay server starts on every agent run
+    from kit.settings import agent_server_settings, current_settings
 
-        missing = tuple(v for v in AGENT_VARIABLES if not (env.get(v) or "").strip())
-        found, folder = from_ancestors(missing) if missing else ({}, None)
-        for var, value in found.items():
-            env[var] = str(folder / value) if var != "KIT_MCP_MODE" and folder is not None else value
-    if (env.get("KIT_PLAN") or "").strip():
-        from kit.settings import current_settings
-
-        return current_settings(env)
-    from kit.settings import load_settings
-
-    return load_settings(env=env)  # without importing kit.plan: a replay server starts on every agent run
+    return agent_server_settings(os.environ) if args.action == "serve" else current_settings(os.environ)
 
 
 @dataclass(frozen=True)
