@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_HOST = "127.0.0.2"
 needs_promptfoo = pytest.mark.skipif(
-    not run_promptfoo.promptfoo_bin().exists(), reason="node_modules missing: run `make promptfoo-install`"
+    not run_promptfoo.promptfoo_bin(ROOT).exists(), reason="node_modules missing: run `make promptfoo-install`"
 )
 
 DESK = '''
@@ -91,7 +91,9 @@ def test_kit_run_reaches_the_agents_model_with_the_dead_proxy_in_its_environment
 
 
 def _eval(repo: Path, env: dict[str, str], strace_log: Path | None) -> subprocess.CompletedProcess[str]:
-    cmd = run_promptfoo.command(["eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-cache", "-j", "1"])
+    cmd = run_promptfoo.command(
+        ["eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-cache", "-j", "1"], ROOT
+    )
     if strace_log is not None:
         cmd = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect", "-o", str(strace_log), *cmd]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240, cwd=repo)
@@ -150,7 +152,7 @@ def test_the_red_team_reaches_an_agent_whose_model_is_on_a_non_loopback_host(tmp
         made = subprocess.run(gen, cwd=repo, env=env, capture_output=True, text=True)
         assert made.returncode == 0, made.stderr[-2000:]
         run = run_promptfoo.command(
-            ["redteam", "run", "-c", "rt/config.yaml", "--force", "-j", "1", "--no-progress-bar"]
+            ["redteam", "run", "-c", "rt/config.yaml", "--force", "-j", "1", "--no-progress-bar"], ROOT
         )
         proc = subprocess.run(run, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
         out = proc.stdout + proc.stderr

@@ -14,7 +14,7 @@ from kit_promptfoo import run_promptfoo
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_promptfoo = pytest.mark.skipif(
-    not run_promptfoo.promptfoo_bin().exists(), reason="node_modules missing: run `make promptfoo-install`"
+    not run_promptfoo.promptfoo_bin(ROOT).exists(), reason="node_modules missing: run `make promptfoo-install`"
 )
 
 # strace prints the peer of every connect()/sendto(); these are the forms an IP peer takes.
@@ -76,7 +76,7 @@ def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_p
     )
     log = tmp_path / "strace.txt"
     cmd = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
-    cmd += run_promptfoo.command(["eval", "-c", str(tmp_path / "cfg.yaml"), "--no-progress-bar", "--no-cache"])
+    cmd += run_promptfoo.command(["eval", "-c", str(tmp_path / "cfg.yaml"), "--no-progress-bar", "--no-cache"], ROOT)
     base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
     env = run_promptfoo.offline_env(ROOT, base=base)
     env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
