@@ -1,5 +1,5 @@
 """A stand-in for a model-backed agent whose cases pass some attempts and fail others, in three versions
-(README.md's "Gate on evidence"), chosen by FLAKY_VERSION (v1, v2 or v3; default v1). A version passes a
+(docs/gates.md, "Gate on evidence"), chosen by FLAKY_VERSION (v1, v2 or v3; default v1). A version passes a
 fixed number of each case's attempts (PASSES): the first K calls of a case pass and the rest fail, so with
 `runs: 40` a case ends at exactly K/40, whatever order the runs go in, and the gate's verdicts on it are
 certain. A case may name its own count instead (`metadata: {passes: K}`), for suites written on the fly.

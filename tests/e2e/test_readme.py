@@ -1,5 +1,6 @@
-"""Every command in README.md runs, in order, in a copy of the repository, and exits as the README says
-(`# exits N` after a command; 0 otherwise). `make test` is the command that runs this very test, so it is
+"""Every command README.md shows, then every command its guides show (docs/, in PAGES' order: each builds on the
+runs the ones before it made), runs in a copy of the repository and exits as the page says (`# exits N` after
+a command; 0 otherwise). `make test` is the command that runs this very test, so it is
 checked against .ci/run instead of being run again. The tools' own commands (`deepeval test run`,
 `npx promptfoo eval|redteam run|view`) are run as typed, offline and under strace, by test_tools_as_typed:
 run there, not twice, unless that test cannot isolate them here."""
@@ -20,12 +21,23 @@ from shared_runs import copy_repo, environ, shared_run
 from test_tools_as_typed import AS_TYPED, can_isolate
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+# The pages whose ```console blocks are run, in this order: the README's two commands and its verdict first,
+# then the guides the README's commands moved to, as they build on each other's runs.
+PAGES = (
+    "README.md",
+    "docs/setup.md",
+    "docs/cases.md",
+    "docs/agent.md",
+    "docs/production.md",
+    "docs/conversations.md",
+    "docs/store-and-report.md",
+)
 
 
-def readme_commands() -> list[tuple[str, int]]:
+def page_commands(page: str) -> list[tuple[str, int]]:
+    """A page's console commands, each with the exit code the page says it has."""
     commands = []
-    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+    for block in re.findall(r"```console\n(.*?)```", (ROOT / page).read_text(), re.S):
         for line in block.splitlines():
             if not line.startswith("$ "):
                 continue
@@ -35,13 +47,33 @@ def readme_commands() -> list[tuple[str, int]]:
     return commands
 
 
+def readme_commands() -> list[tuple[str, int]]:
+    return page_commands("README.md")
+
+
+def documented_commands() -> list[tuple[str, str, int]]:
+    """Every page's console commands in PAGES' order: (page, command, exit code)."""
+    return [(page, cmd, code) for page in PAGES for cmd, code in page_commands(page)]
+
+
+def test_every_page_with_console_commands_is_run():
+    """A guide that shows a console command the run leaves out would go untested: every such page is in PAGES."""
+    shown = {
+        str(p.relative_to(ROOT))
+        for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+        if "```console\n" in p.read_text()
+    }
+    assert shown <= set(PAGES), f"pages with console commands not run by this test: {sorted(shown - set(PAGES))}"
+    assert all(page_commands(page) for page in PAGES), "a page in PAGES shows no console command"
+
+
 def typed_elsewhere() -> dict[str, list[str]]:
-    """The README's commands that test_tools_as_typed runs (when it can isolate them): each with its argv there."""
+    """The pages' commands that test_tools_as_typed runs (when it can isolate them): each with its argv there."""
     if can_isolate() is not None:
         return {}
     typed = {command: argv for command, (argv, *_) in AS_TYPED.items()}
     typed["npx promptfoo view"] = ["npx", "promptfoo", "view"]
-    return {cmd: typed[key] for cmd, _ in readme_commands() for key in typed if cmd.endswith(key)}
+    return {cmd: typed[key] for _, cmd, _ in documented_commands() for key in typed if cmd.endswith(key)}
 
 
 def test_the_tools_commands_the_readme_names_are_run_as_typed():
@@ -52,7 +84,7 @@ def test_the_tools_commands_the_readme_names_are_run_as_typed():
     for cmd, argv in elsewhere.items():
         program, *args = cmd.split()
         assert Path(argv[0]).resolve() == (ROOT / program).resolve() if "/" in program else argv[0] == program
-        assert argv[1 : len(args) + 1] == args, (cmd, argv)  # the README's arguments; only output flags added
+        assert argv[1 : len(args) + 1] == args, (cmd, argv)  # the page's arguments; only output flags added
 
 
 def test_readme_names_the_two_commands_and_ci_runs_the_test_command():
@@ -92,7 +124,7 @@ def serves_until_interrupted(cmd: str, repo: Path, env: dict[str, str], port: in
 
 @shared_run("readme")
 def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
-    """Every README command, in order, in a copy of the repository: the copy, what went wrong, how many ran."""
+    """Every page's command, in order, in a copy of the repository: the copy, what went wrong, how many ran."""
     repo = tmp_path / "repo"
     repo.mkdir()
     copy_repo(repo)
@@ -101,7 +133,7 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     failures = []
     ran = 0
     elsewhere = typed_elsewhere()
-    for cmd, want in readme_commands():
+    for page, cmd, want in documented_commands():
         if cmd.startswith("make test"):
             continue  # this test is part of `make test`; CI runs it (checked above)
         if cmd in elsewhere:
@@ -110,12 +142,14 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
         if "promptfoo view" in cmd:  # a server: it must come up and answer, then stop on Ctrl-C
             problem = serves_until_interrupted(cmd, repo, env)
             if problem:
-                failures.append(f"{cmd!r}: {problem}")
+                failures.append(f"{page}: {cmd!r}: {problem}")
             continue
         proc = subprocess.run(["bash", "-c", cmd], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
         if proc.returncode != want:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
-            failures.append(f"{cmd!r} exited {proc.returncode}, README says {want}:\n    " + "\n    ".join(tail))
+            failures.append(
+                f"{page}: {cmd!r} exited {proc.returncode}, the page says {want}:\n    " + "\n    ".join(tail)
+            )
     return repo, failures, ran
 
 

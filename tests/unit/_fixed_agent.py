@@ -1,7 +1,7 @@
 """A stand-in agent whose per-case pass counts are fixed (examples/flaky/flaky_agent.py), run through the
 real runner into a real store.
 
-Its versions v1..v3 (FLAKY_VERSION) hold README's counts, else a case's `metadata: {passes: K}`. Either way
+Its versions v1..v3 (FLAKY_VERSION) hold the counts of docs/gates.md's worked example, else a case's `metadata: {passes: K}`. Either way
 it passes the first K calls of each case and fails the rest, so a case with `runs: N` ends at exactly K/N
 whatever order the pool runs attempts in. The verdicts the tests assert are then certain, never flaky.
 """

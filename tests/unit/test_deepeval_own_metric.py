@@ -1,4 +1,4 @@
-"""A DeepEval metric of the user's own, in a test written from the README's pattern (assert_run), reaches the
+"""A DeepEval metric of the user's own, in a test written from docs/agent.md's pattern (assert_run), reaches the
 store: as a soft gate `metric:<name>` unless declared hard (deepeval_metrics.hard), then as one of the case's
 checks, deciding the run; an own metric that raises is an error, never a pass."""
 

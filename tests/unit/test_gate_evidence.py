@@ -20,7 +20,7 @@ AFTER = {"steady": (30, 40), "wobbly": (20, 40), "jittery": (37, 40)}  # v3
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """README's worked example: examples/flaky (its agent, its cases, its gates.yaml)."""
+    """docs/gates.md's worked example: examples/flaky (its agent, its cases, its gates.yaml)."""
     write_agent(tmp_path)
     for name in ("cases.yaml", "gates.yaml"):
         shutil.copy(EXAMPLE / name, tmp_path / name)
@@ -76,7 +76,7 @@ def test_the_issue_done_when(project, two_runs, capsys):
 
 
 def test_a_run_that_only_slips_by_noise_passes(project, capsys):
-    """README's second run: 39/40 -> 37/40 and 38/40 -> 36/40 are listed as noise; the gate passes."""
+    """The worked example's second run: 39/40 -> 37/40 and 38/40 -> 36/40 are listed as noise; the gate passes."""
     store = project / "evals.duckdb"
     before = run_cases(project / "cases.yaml", store, BEFORE, version="v1")
     noisy = run_cases(project / "cases.yaml", store, NOISY, version="v2")

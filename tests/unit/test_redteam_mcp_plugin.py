@@ -35,7 +35,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.syspath_prepend(str(HERE))
     for var in ("KIT_AGENT", "KIT_PLAN", "KIT_CASES", "KIT_MCP_MODE"):
         monkeypatch.delenv(var, raising=False)
-    # The desk reaches its library through the kit's server, as the README says an agent does.
+    # The desk reaches its library through the kit's server, as docs/mcp.md says an agent does.
     monkeypatch.setenv("MCP_LIBRARY_COMMAND", json.dumps([KIT, "mcp", "serve", "library", "--timeout", "20"]))
     return tmp_path
 

@@ -92,15 +92,15 @@ def test_an_attacker_budget_the_goals_exceed_is_refused_naming_it(repo: Path, ca
     assert "pyproject.toml: [tool.kit.redteam] attacker_calls = 10: this red team may make" in err, err
 
 
-def test_the_readmes_attacker_example_runs_as_written(repo: Path, capsys) -> None:
+def test_the_red_team_guides_attacker_example_runs_as_written(repo: Path, capsys) -> None:
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    [block] = re.findall(r"```toml\n(\[tool\.kit\.redteam\]\nattacker = .*?)```", readme, re.S)
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "redteam.md").read_text()
+    [block] = re.findall(r"```toml\n(\[tool\.kit\.redteam\]\nattacker = .*?)```", guide, re.S)
     assert main(["init", "--agent", "desk:run"]) == 0
     pyproject = repo / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace("[tool.kit.redteam]\n", block))
-    (repo / "promptfooconfig.yaml").unlink()  # as the README says: delete it and run `kit init` again
+    (repo / "promptfooconfig.yaml").unlink()  # as the guide says: delete it and run `kit init` again
     assert main(["init"]) == 0, capsys.readouterr().err
     assert _adaptive(yamlio.safe_load((repo / "promptfooconfig.yaml").read_text())) == ["crescendo", "jailbreak:tree"]
 
