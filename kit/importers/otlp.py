@@ -57,7 +57,7 @@ class _Span(BaseModel):
     status: _Status | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class OtelSpan:
     """One span, decoded: attributes as a plain dict, times in nanoseconds."""
 

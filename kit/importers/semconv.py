@@ -40,6 +40,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from kit.errors import KitInputError
 from kit.importers.agents import SpanAgents, handoff_marker, handoffs, named_graph, tree
 from kit.importers.anthropic import is_anthropic_message, to_openai
@@ -123,12 +125,20 @@ def _has_genai_content(a: dict[str, Any]) -> bool:
 
 
 def _json(v: Any) -> Any:
-    if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
+    """JSON text of an object or a list, decoded; anything else as it is."""
+    if isinstance(v, str) and (v[:1] in _OPENERS or v.strip()[:1] in _OPENERS):
+        try:
+            return orjson.loads(v)
+        except orjson.JSONDecodeError:  # what orjson refuses but Python's json reads (NaN, a lone surrogate, 2**64)
+            pass
         try:
             return json.loads(v)
         except json.JSONDecodeError:
             return v
     return v
+
+
+_OPENERS = ("[", "{")
 
 
 # --- messages -------------------------------------------------------------------------------------------
@@ -278,24 +288,28 @@ def _count(span: OtelSpan, key: str, v: Any, notes: list[str], number: type = in
 def _tree(attrs: dict[str, Any], prefix: str) -> dict[str, Any]:
     """Flattened attributes under `prefix` as a nested dict (`a.0.b` -> {"0": {"b": ...}})."""
     root: dict[str, Any] = {}
+    start = len(prefix)
     for key, v in attrs.items():
         if not key.startswith(prefix):
             continue
         node = root
-        parts = key[len(prefix) :].split(".")
-        for p in parts[:-1]:
+        *path, last = key[start:].split(".")
+        for p in path:
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
                 nxt = node[p] = {"": nxt}
             node = nxt
-        node[parts[-1]] = v
+        node[last] = v
     return root
 
 
 def _indexed(node: Any) -> list[Any]:
     if not isinstance(node, dict):
         return []
-    return [node[k] for k in sorted((k for k in node if k.isdigit()), key=int)]
+    keys = [k for k in node if k.isdigit()]
+    if len(keys) > 1:
+        keys.sort(key=int)
+    return [node[k] for k in keys]
 
 
 def indexed_messages(attrs: dict[str, Any], prefix: str) -> list[Msg]:
@@ -577,6 +591,9 @@ class _ToolSpan:
     raw_args: Any
     raw_result: Any
     error: str | None
+    # raw_args / raw_result decoded once while the span was read (an object, a list), so never decoded again
+    args_json: dict[str, Any] | None = None
+    result_json: Any = None
 
 
 def _tool(span: OtelSpan, conv: str) -> _ToolSpan:
@@ -587,33 +604,46 @@ def _tool(span: OtelSpan, conv: str) -> _ToolSpan:
         raw_result = a.get("gen_ai.tool.call.result", a.get("gen_ai.tool.result.value", a.get("tool_response")))
         if raw_args is None and raw_result is None:  # Strands' default: the call and its result as events
             raw_args, raw_result = _tool_events(span)
-        raw_result = _blocks_text(raw_result)
+        given, decoded = raw_result, _json(raw_result)
+        raw_result = _blocks_text(raw_result, decoded)
         error = span.error or a.get("error.type")
         if a.get("gen_ai.tool.result.is_error") is True:
             error = error or (raw_result if isinstance(raw_result, str) else "tool reported an error")
-        return _ToolSpan(span, name, a.get("gen_ai.tool.call.id"), raw_args, raw_result, error)
-    raw_result, call_id, error = a.get("output.value"), a.get("tool_call.id"), span.error
+        t = _ToolSpan(span, name, a.get("gen_ai.tool.call.id"), raw_args, raw_result, error)
+        t.result_json = _decoded(raw_result, decoded) if raw_result is given else None
+        return t
+    raw, call_id, error = a.get("output.value"), a.get("tool_call.id"), span.error
+    raw_result = raw
     output = _json(raw_result)
     if isinstance(output, dict) and {"tool_name", "raw_output", "is_error"} <= set(output):  # LlamaIndex's ToolOutput
         raw_result = output["raw_output"]
         if output["is_error"]:
             error = error or str(output.get("content") or "tool reported an error")
-    envelope = _tool_message(raw_result)
+    envelope = _tool_message(raw_result, output if raw_result is raw else _json(raw_result))
     if envelope is not None:  # LangChain's ToolMessage: the tool's content, its call id, its status
         raw_result = envelope.get("content")
         call_id = call_id or envelope.get("tool_call_id")
         if envelope.get("status") == "error":
             error = error or (raw_result if isinstance(raw_result, str) else "tool reported an error")
-    return _ToolSpan(
-        span, a.get("tool.name") or span.name, call_id, _called_with(a.get("input.value")), raw_result, error
-    )
+    raw_input = a.get("input.value")
+    given = _json(raw_input)
+    args = _called_with(raw_input, given)
+    t = _ToolSpan(span, a.get("tool.name") or span.name, call_id, args, raw_result, error)
+    t.result_json = _decoded(raw_result, output) if raw_result is raw else None
+    t.args_json = given if args is raw_input and isinstance(given, dict) and given is not raw_input else None
+    return t
 
 
-def _called_with(raw: Any) -> Any:
-    """A tool's input as OpenInference records it; smolagents' instrumentation wraps the arguments as the tool's
-    Python call, `{"args": [...], "kwargs": {...}}`: the keywords are the arguments, and positional ones (which
-    name no argument) leave the model's own arguments to be read instead."""
-    v = _json(raw)
+def _decoded(raw: Any, decoded: Any) -> Any:
+    """`decoded` when it is `raw`'s JSON text decoded to an object or a list (what `maybe_json` would make of
+    it), else None."""
+    return decoded if isinstance(raw, str) and isinstance(decoded, dict | list) else None
+
+
+def _called_with(raw: Any, v: Any) -> Any:
+    """A tool's input as OpenInference records it (`v`: `raw` through `_json`); smolagents' instrumentation wraps
+    the arguments as the tool's Python call, `{"args": [...], "kwargs": {...}}`: the keywords are the arguments,
+    and positional ones (which name no argument) leave the model's own arguments to be read instead."""
     wrapped = isinstance(v, dict) and set(v) <= {"args", "kwargs", "sanitize_inputs_outputs"}
     if wrapped and isinstance(v.get("args", []), list) and isinstance(v.get("kwargs"), dict):
         return None if v.get("args") else v["kwargs"]  # LlamaIndex's FunctionTool.acall: `{"kwargs": ...}` alone
@@ -632,10 +662,9 @@ def _tool_events(span: OtelSpan) -> tuple[Any, Any]:
     return args, result
 
 
-def _blocks_text(raw: Any) -> Any:
+def _blocks_text(raw: Any, v: Any) -> Any:
     """A tool result given as content blocks that are all text (`[{"text": ...}]`, Converse's; or `{"type":
-    "text", "text"}` parts) as the text they hold; anything else as it is."""
-    v = _json(raw)
+    "text", "text"}` parts) as the text they hold; anything else as it is (`v`: `raw` through `_json`)."""
     if not isinstance(v, list) or not v:
         return raw
     texts = []
@@ -647,8 +676,9 @@ def _blocks_text(raw: Any) -> Any:
     return "".join(texts)
 
 
-def _tool_message(raw: Any) -> dict[str, Any] | None:
-    m = _lc_message(_json(raw))
+def _tool_message(raw: Any, v: Any) -> dict[str, Any] | None:
+    """LangChain's ToolMessage in `raw` (`v`: `raw` through `_json`), or None."""
+    m = _lc_message(v)
     return m if m.get("type") in ("tool", None) and "content" in m and "tool_call_id" in m else None
 
 
@@ -691,25 +721,25 @@ class _History:
 
     def read_inputs(self, inputs: list[Msg]) -> list[tuple[str, Any]]:
         items: list[tuple[str, Any]] = []
-        here: Counter[tuple[Any, ...]] = Counter()
+        here: dict[tuple[Any, ...], int] = {}  # a plain dict: a Counter per model call costs more than its reading
         for m in inputs:
             if m.role in ("tool", "function"):
                 for r in m.tool_results:
                     key = ("result", r.get("id") or r.get("name"))
-                    here[key] += 1
+                    here[key] = here.get(key, 0) + 1
                     if here[key] > self.seen[key]:
                         self.seen[key] += 1
                         self._answer(r)
                 continue
             if m.text is not None:
                 key = ("assistant" if m.role == "assistant" else m.role, m.text)
-                here[key] += 1
+                here[key] = here.get(key, 0) + 1
                 if here[key] > self.seen[key]:
                     self.seen[key] += 1
                     items.append(("message", {"kind": "message", "role": m.role, "content": m.text}))
             for tc in m.tool_calls:
                 key = ("call", tc.get("id"), tc.get("name"))
-                here[key] += 1
+                here[key] = here.get(key, 0) + 1
                 if here[key] > self.seen[key]:
                     self.seen[key] += 1
                     items.append(("call", self._new_call(tc)))
@@ -959,7 +989,9 @@ def _unknown(spans: list[OtelSpan], convention: str | None) -> str:
 
 def _tool_span(t: _ToolSpan, call: _Call | None) -> dict[str, Any]:
     raw_args = t.raw_args
-    args, arg_error = parse_arguments(raw_args)
+    # Arguments and a result decoded while the span was read are the same values parse_arguments and maybe_json
+    # would make: not decoded twice.
+    args, arg_error = (t.args_json, None) if t.args_json is not None else parse_arguments(raw_args)
     if (raw_args is None or arg_error) and call is not None:
         args, arg_error = parse_arguments(call.arguments)  # the model's own arguments
     elif arg_error and isinstance(raw_args, str):
@@ -967,7 +999,7 @@ def _tool_span(t: _ToolSpan, call: _Call | None) -> dict[str, Any]:
     raw_result = t.raw_result
     if raw_result is None and call is not None and call.answered:
         raw_result = call.result
-    output = maybe_json(raw_result)
+    output = t.result_json if t.result_json is not None else maybe_json(raw_result)
     error = t.error or arg_error or result_error(output)
     call_id = t.call_id or (call.id if call is not None else None)
     out = {

@@ -116,25 +116,25 @@ def _protobuf(body: bytes) -> list[OtelSpan]:
     except (DecodeError, RuntimeError, ValueError) as e:
         raise BadBatch(f"not an OTLP ExportTraceServiceRequest in protobuf: {e}") from None
     out: list[OtelSpan] = []
+    append = out.append
     for rs in request.resource_spans:
         resource = _attrs(rs.resource.attributes)
         for ss in rs.scope_spans:
             for sp in ss.spans:
-                error = None
-                if sp.status.code in STATUS_ERROR:
-                    error = sp.status.message or "error"
-                out.append(
+                status = sp.status
+                events = sp.events
+                append(
                     OtelSpan(
-                        trace_id=sp.trace_id.hex(),
-                        span_id=sp.span_id.hex(),
-                        parent_id=sp.parent_span_id.hex() or None,
-                        name=sp.name,
-                        start_ns=sp.start_time_unix_nano,
-                        end_ns=sp.end_time_unix_nano,
-                        attrs=_attrs(sp.attributes),
-                        resource=resource,
-                        error=error,
-                        events=[(e.name, _attrs(e.attributes)) for e in sp.events] if sp.events else [],
+                        sp.trace_id.hex(),
+                        sp.span_id.hex(),
+                        sp.parent_span_id.hex() or None,
+                        sp.name,
+                        sp.start_time_unix_nano,
+                        sp.end_time_unix_nano,
+                        _attrs(sp.attributes),
+                        resource,
+                        (status.message or "error") if status.code in STATUS_ERROR else None,
+                        [(e.name, _attrs(e.attributes)) for e in events] if events else [],
                     )
                 )
     return out
@@ -144,10 +144,8 @@ def _attrs(kvs: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in kvs:
         v = kv.value
-        if v.WhichOneof("value") == "string_value":  # most attributes: read without a call per value
-            out[kv.key] = v.string_value
-        else:
-            out[kv.key] = _value(v)
+        text = v.string_value  # most attributes are text: read with no call to ask which value is set
+        out[kv.key] = text if text else _value(v)  # "" is an unset string too, or another kind: asked
     return out
 
 
