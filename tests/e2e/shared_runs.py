@@ -186,7 +186,7 @@ def session(tmp_factory: pytest.TempPathFactory) -> SharedRuns:
 
 
 def copy_repo(dest: Path) -> None:
-    """The checkout's tracked files in `dest`, with the checkout's installed packages: node_modules linked,
+    """The checkout's tracked files in `dest`, with the checkout's installed packages: a node_modules of links,
     and a .venv of links to the checkout's whose editable install points at the copy, so that the copy's
     commands run the copy's code (Promptfoo configs generated there name the copy's files)."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
@@ -195,7 +195,7 @@ def copy_repo(dest: Path) -> None:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)  # keeps mtimes, so make sees its stamps up to date
     if (ROOT / "node_modules").exists():
-        (dest / "node_modules").symlink_to(ROOT / "node_modules")
+        _overlay_node_modules(ROOT / "node_modules", dest / "node_modules")
     if (ROOT / ".venv").exists():
         _overlay_venv(ROOT / ".venv", dest / ".venv", dest)
     # `make` in the copy must never redo the installs from the copy: a manifest newer than its stamp (edited
@@ -207,6 +207,18 @@ def copy_repo(dest: Path) -> None:
             for name in manifests:
                 if (dest / name).exists() and (dest / name).stat().st_mtime > at:
                     os.utime(dest / name, (at, at))
+
+
+def _overlay_node_modules(modules: Path, into: Path) -> None:
+    """A node_modules in `into` of links to each of `modules`' entries, its install stamp a copy (as old): an
+    `npm ci` that `make` in the copy ran anyway would empty this folder of links, never the checkout's
+    node_modules (a link to the whole folder let it do that)."""
+    into.mkdir()
+    for entry in modules.iterdir():
+        if entry.name == ".installed":
+            shutil.copy2(entry, into / entry.name)
+        else:
+            (into / entry.name).symlink_to(entry)
 
 
 def _overlay_venv(venv: Path, into: Path, project: Path) -> None:

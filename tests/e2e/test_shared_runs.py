@@ -91,3 +91,13 @@ def test_a_copy_of_the_checkout_runs_its_own_code(tmp_path: Path) -> None:
     ]
     assert (tmp_path / ".venv" / "bin" / "kit").read_text().startswith(f"#!{tmp_path}/.venv/bin/python")
     assert not (ROOT / ".venv" / "bin" / "kit").read_text().startswith(f"#!{tmp_path}")  # the checkout's untouched
+    # `make` in the copy finds both installs up to date; and an `npm ci` it ran anyway could empty only the
+    # copy's node_modules, a folder of its own (links to the checkout's packages), never the checkout's.
+    if (ROOT / "node_modules" / ".installed").exists() and (ROOT / ".venv" / ".installed").exists():
+        stale = subprocess.run(["make", "-q", ".venv/.installed", "node_modules/.installed"], cwd=tmp_path, timeout=60)
+        assert stale.returncode == 0
+    if (ROOT / "node_modules").exists():
+        modules = tmp_path / "node_modules"
+        assert not modules.is_symlink() and modules.is_dir()
+        assert not (modules / ".installed").is_symlink()
+        assert (modules / ".bin" / "promptfoo").resolve() == (ROOT / "node_modules" / ".bin" / "promptfoo").resolve()
