@@ -331,6 +331,19 @@ def make_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {key: env[var] for key, var in MAKE_VARS.items() if env.get(var)}
 
 
+def typed_make_variables(env: Mapping[str, str] | None = None) -> list[str]:
+    """The `make evals` variables typed on make's command line (`make evals CASES=x`), by their make name, as
+    make hands them to every recipe in MAKEFLAGS (after ` -- `). A Makefile that does not pass them on (an
+    `evals` target an older `kit init` wrote) would have them ignored: the pipeline refuses instead."""
+    env = os.environ if env is None else env
+    flags = env.get("MAKEFLAGS") or ""
+    if " -- " not in f" {flags} ":
+        return []
+    typed = f" {flags} ".split(" -- ", 1)[1].split()
+    names = {var.removeprefix("KIT_MAKE_") for var in MAKE_VARS.values()}
+    return sorted({word.split("=", 1)[0] for word in typed if "=" in word} & names)
+
+
 def project_root(settings: Settings | None = None) -> Path:
     """The project's folder: where its [tool.kit] pyproject.toml is, else the working directory. Files of
     the project (cases, configs, node_modules, Promptfoo's state) are found from here, never from where the

@@ -19,7 +19,7 @@ from kit.pipeline.stages import OUT, shard_parts, stages
 from kit.pipeline.summary import Collected, collect, missing_runs, summary_text
 from kit.plan import Plan, child_env, make_plan
 from kit.report import junit
-from kit.settings import MAKE_VARS, load_settings, make_variables
+from kit.settings import MAKE_VARS, load_settings, make_variables, typed_make_variables
 from kit.store import Store, new_run_id, open_store
 from kit.store import queries as q
 from kit.store.merge import import_runs
@@ -39,6 +39,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--from-make", action="store_true", help="take the options from make's KIT_MAKE_* variables (the Makefile)"
     )
     args = parser.parse_args(argv)
+    ignored = [] if args.from_make else typed_make_variables()
+    if ignored:
+        typed = ", ".join(ignored)
+        parser.error(
+            f"{typed} typed on make's command line, but this Makefile's `evals` target does not hand "
+            f"{'it' if len(ignored) == 1 else 'them'} to the kit (an older `kit init` wrote it): give the target "
+            "`python -m kit.pipeline --from-make` and the KIT_MAKE_* exports `kit init --check` shows, "
+            "or set the value in [tool.kit]"
+        )
     # How each setting is named in an error: as the user gave it (a make variable, or the option).
     args.names = {key: "--" + key.replace("_", "-") for key in MAKE_VARS}
     if args.from_make:
