@@ -106,3 +106,39 @@ def from_store(store_path: Path, run: str, *, case: str | None, attempt: int | N
     stored = {"run_id": run_id, "case_id": row["case_id"], "attempt": row["attempt"], "outcome": row["outcome"]}
     origin = f"run {run_id}, case {row['case_id']}, attempt {row['attempt']} ({row['outcome']})"
     return Source(trace, origin, stored=stored)
+
+
+def from_production(store_path: Path, trace_id: str) -> Source:
+    """A production trace `kit serve` judged (`production_traces`): the trace it kept, which is a failing one's
+    (a passing trace's spans are not kept)."""
+    from kit.store import open_store
+    from kit.store import production as prod
+
+    if not store_path.is_file():
+        raise KitInputError("no such store: `kit serve` writes production traces to it", file=str(store_path))
+    wanted = trace_id.strip().lower()
+    with open_store(store_path).connect() as con:
+        if not prod.has_production(con):
+            raise KitInputError("the store holds no production trace (`kit serve` writes them)", file=str(store_path))
+        row = con.execute(
+            "SELECT trace, passed, outcome, error FROM production_traces WHERE trace_id = ?", [wanted]
+        ).fetchone()
+    if row is None:
+        raise KitInputError(f"no production trace {trace_id!r} in the store", file=str(store_path))
+    raw, passed, outcome, error = row
+    if raw is None:
+        why = (
+            "it passed, and a passing trace is not kept"
+            if passed
+            else f"it was not read ({outcome}: {error})"
+            if error
+            else f"it was judged {outcome} and no trace was kept"
+        )
+        raise KitInputError(f"production trace {wanted}: no trace to make a case of: {why}", file=str(store_path))
+    try:
+        trace = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as e:
+        raise KitInputError(f"production trace {wanted}: its stored trace is not JSON ({e})") from None
+    if not isinstance(trace, dict):
+        raise KitInputError(f"production trace {wanted}: its stored trace is not an object")
+    return Source(trace, f"production trace {wanted} ({outcome})", stored={"trace_id": wanted, "outcome": outcome})

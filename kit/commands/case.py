@@ -3,8 +3,10 @@
     kit case from-trace TRACE_FILE [--format F] [--case ID] [--attempt N] [--out DIR] [--id ID] [--mask]
                                    [--mask-pattern REGEX]...
     kit case from-trace --run RUN [--case ID] [--attempt N] ...      (a stored run; default: latest)
+    kit case from-trace --production TRACE_ID ...                    (a trace `kit serve` judged)
 
-Without a file, the trace comes from the store: the named case's attempt, else the run's first failing one.
+Without a file, the trace comes from the store: the named case's attempt, else the run's first failing one;
+with --production, the production trace of that OpenTelemetry trace id (`kit serve` keeps a failing one's).
 Writes the case (its turns, context and the checks to review), the trace, the tools' and the model's recordings
 (kit.casegen.build). Exit 0 when written, 2 on bad input (a missing or unreadable trace, an id that is taken,
 an --out outside the repository or through a symbolic link), naming it.
@@ -32,6 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", type=Path, help="a trace file in any format `kit import` reads")
     p.add_argument("--format", choices=FORMATS, help="the file's format (default: detected), as `kit import --format`")
     p.add_argument("--run", help="a run in the store (latest, previous, a run id): its attempt's trace")
+    p.add_argument("--production", metavar="TRACE_ID", help="a production trace in the store, by its trace id")
     p.add_argument("--case", help="the case whose trace to take (a run's, or one of several in the file)")
     p.add_argument("--attempt", type=int, help="the attempt of that case (default: its first failing one)")
     p.add_argument("--store", type=Path, help="the store (default: the settings')")
@@ -71,6 +74,10 @@ def main(args: argparse.Namespace) -> int:
 
     if args.file is not None and args.run is not None:
         raise KitInputError("give a trace file or --run, not both")
+    if args.production is not None and (args.file is not None or args.run is not None):
+        raise KitInputError("give a trace file, --run or --production, one of them")
+    if args.production is not None and (args.case is not None or args.attempt is not None or args.format):
+        raise KitInputError("--case, --attempt and --format choose within a file or a run: not with --production")
     if args.attempt is not None and args.attempt < 0:
         raise KitInputError(f"--attempt {args.attempt}: an attempt is a whole number >= 0")
     masker = _masker(args)
@@ -80,6 +87,9 @@ def main(args: argparse.Namespace) -> int:
     out = place.out_folder(args.out if args.out is not None else cases, root)
     if args.file is not None:
         src = source.from_file(args.file, args.format, case=args.case, attempt=args.attempt)
+    elif args.production is not None:
+        store = args.store if args.store is not None else Path(plan.store)
+        src = source.from_production(store, args.production)
     else:
         store = args.store if args.store is not None else Path(plan.store)
         src = source.from_store(store, args.run or "latest", case=args.case, attempt=args.attempt)
