@@ -626,7 +626,20 @@ def check(root: Path, files: list[Generated]) -> list[tuple[str, str]]:
             out.append((g.path, "missing"))
         elif g.mode == "append":
             lacks = g.lacks or "lacks the kit's block"
-            out.append((g.path, "has the kit's block" if _has(path.read_text(encoding="utf-8"), g) else lacks))
+            current = path.read_text(encoding="utf-8")
+            if not _has(current, g):
+                out.append((g.path, lacks))
+            elif g.path == "Makefile" and "kit.pipeline --from-make" not in current:
+                # An older kit's `evals` target: `make evals CASES=x` is refused, as its variables never arrived.
+                out.append(
+                    (
+                        g.path,
+                        "differs: its evals target hands make's AGENT, CASES, ... to no one: take "
+                        "the KIT_MAKE_* exports and `--from-make` from the block this kit writes:\n" + g.text,
+                    )
+                )
+            else:
+                out.append((g.path, "has the kit's block"))
         elif not g.checked:
             out.append((g.path, "yours (not compared)"))
         elif g.path == "package.json":
