@@ -30,7 +30,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -84,6 +84,9 @@ class Plan:
     cases_path: Path | None = None  # None: the settings' cases
     replay: Path | None = None  # the reference agent's cassette folder to answer from
     record: Path | None = None  # the reference agent's cassette folder to record into
+    # The kit's recordings endpoints the model calls that leave from Node go through, by who makes them
+    # ("attacker": Promptfoo's attacker, "grader": grader.cjs) -> base URL; `make evals` starts them.
+    node_endpoints: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def agent(self) -> Agent:
@@ -108,7 +111,10 @@ class Plan:
         judge records or replays alike (the runner's hosts inherit it)."""
         from kit.recording import install
 
-        install(self.recordings)
+        if install(self.recordings) and self.recordings is not None:
+            # The runner's host processes inherit this environment: they read the same recordings (mode,
+            # folder, pinned model, session) from this plan's document, as every subprocess of a plan does.
+            os.environ[PLAN_ENV] = self.env()[PLAN_ENV]
 
     @property
     def agent_name(self) -> str:
@@ -339,6 +345,7 @@ class Plan:
             "model": self.model,
             "store": str(Path(self.store).absolute()),
             "evals_id": self.evals_id,
+            "node_endpoints": dict(self.node_endpoints),
         }
 
     def env(self) -> dict[str, str]:
@@ -423,7 +430,10 @@ def plan_from_document(
                 f"{PLAN_ENV}: the case file " + ("is gone" if now is None else "changed") + " since the plan was made",
                 file=str(entry["path"]),
             )
-    return plan
+    endpoints = doc.get("node_endpoints") or {}
+    if not isinstance(endpoints, dict) or not all(isinstance(v, str) for v in endpoints.values()):
+        raise KitInputError(f"{PLAN_ENV}: node_endpoints is not a mapping of base URLs", file=where)
+    return replace(plan, node_endpoints=dict(endpoints))
 
 
 def current_plan(
@@ -464,7 +474,7 @@ def current_plan(
     own = reference_ok or not base.reference
     if agent is None and variant is None and policy is None and cases is None and own and kind is None:
         return base
-    return make_plan(
+    derived = make_plan(
         base.settings,
         kind=kind or base.kind,
         agent=agent,
@@ -476,6 +486,7 @@ def current_plan(
         reference_ok=reference_ok,
         defer_agent=True,
     )
+    return replace(derived, node_endpoints=base.node_endpoints)
 
 
 def file_sha256(path: Path) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from kit.errors import KitInputError
@@ -39,6 +40,10 @@ PROMPTFOO_REDTEAM = ("redteam", "run", "-c", "redteam/promptfooconfig.yaml", "--
 NO_ENV_TEMPLATES = {"PROMPTFOO_DISABLE_TEMPLATE_ENV_VARS": "true"}
 
 OUT = Path(".kit")  # where the summary, reports and logs go; Promptfoo's configs and results under promptfoo/
+# Where an OpenAI-compatible client with no base URL of its own sends its calls (Promptfoo's openai: provider).
+OPENAI_BASE = "https://api.openai.com/v1"
+# The kit's recordings endpoints this process started (kit.recording.endpoint): they serve until it exits.
+_SERVING: list[object] = []
 
 
 def _tool(name: str) -> str:
@@ -258,13 +263,52 @@ def promptfoo_state_stage(plan: Plan) -> Stage | None:
     )
 
 
+def node_side(plan: Plan) -> Plan:
+    """The plan with the model calls that leave from Node (Promptfoo's attacker, the red team's grader.cjs, which
+    no Python recorder sees) pointed at the kit's recordings endpoints (`Plan.node_endpoints`), started here and
+    serving until this process ends, when the recordings are not live: they record or replay those calls with the
+    same files and matcher as the agent's. Live, or no Node-side model: the plan as it is."""
+    from kit.recording.endpoint import Endpoint
+    from kit.recording.files import ATTACKER, GRADER
+
+    recordings = plan.recordings
+    if recordings is None:
+        return plan
+    rt = plan.settings.redteam
+    wanted: dict[str, tuple[str, str | None, str]] = {}
+    if rt.attacker:
+        if not rt.attacker_base_url and not rt.attacker.startswith("openai:"):
+            raise KitInputError(
+                f"[tool.kit.recordings] mode is {recordings.mode}, but the attacker {rt.attacker} has no base URL the "
+                "kit's endpoint can stand in for: set [tool.kit.redteam] attacker_base_url, or mode = live"
+            )
+        wanted["attacker"] = (ATTACKER, rt.attacker_base_url or OPENAI_BASE, rt.attacker)
+    try:
+        judge = plan.judge
+    except KitInputError:  # a bad judge setting: the stages that judge report it by name
+        judge = None
+    if judge is not None and judge.provider in ("openai-compatible", "openai"):  # what grader.cjs can ask
+        wanted["grader"] = (GRADER, judge.base_url or OPENAI_BASE, judge.model)
+    urls: dict[str, str] = {}
+    for who, (name, upstream, model) in wanted.items():
+        try:
+            endpoint = Endpoint(recordings, name, upstream=upstream, model=model).start()
+        except (ValueError, OSError) as e:
+            raise KitInputError(f"the recordings endpoint for the {who}: {e}") from None
+        _SERVING.append(endpoint)
+        urls[who] = endpoint.base_url
+    return replace(plan, node_endpoints=urls) if urls else plan
+
+
 def stages(plan: Plan, shards: Path | None = None, out: Path = OUT, *, replay: bool = True) -> list[Stage]:
     """`make evals`' stages, in order, every one running the plan (its evals id on every run they write).
     `replay`: DeepEval and the Promptfoo eval judge the kit stage's runs (False when the kit stage does not
-    run: they call the agent themselves). The tools' processes get the plan as its document (KIT_PLAN)."""
+    run: they call the agent themselves). The tools' processes get the plan as its document (KIT_PLAN); the
+    Promptfoo stages' Node-side model calls go through the kit's recordings endpoints (`node_side`)."""
     work = out / "promptfoo"
     runs_file = (out / "runs.jsonl").resolve()
     tools = plan.derive(run_id=None)  # one run id for every stage would merge their runs
+    node = node_side(tools)
     judging = tools.derive(replay_runs=runs_file) if replay else tools
     upload = deepeval_upload_requested()
     deepeval_env = {
@@ -291,6 +335,6 @@ def stages(plan: Plan, shards: Path | None = None, out: Path = OUT, *, replay: b
             judged=frozenset({1}),
             timeout=plan.settings.stage_timeout,
         ),
-        promptfoo_stage(tools, work, runs_file if replay else None),
-        redteam_stage(tools, work),
+        promptfoo_stage(node, work, runs_file if replay else None),
+        redteam_stage(node, work),
     ]

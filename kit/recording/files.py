@@ -30,6 +30,9 @@ from kit.recording.format import Exchange, Recording, case_ids, read, write
 STATE = ".kit"  # the folder's own state: the lock, the session's written attempts
 # A judge's recordings sit beside the agent's, under this prefix and the case id.
 JUDGE_PREFIX = "_judge/"
+# The recordings of the calls that leave from Node (kit.recording.endpoint), one tape per red team: the attacker's
+# and grader.cjs's. No case names them; pruning keeps them.
+ATTACKER, GRADER = "_attacker/redteam", "_grader/redteam"
 _THREADS = threading.Lock()
 
 
@@ -111,6 +114,8 @@ def prune(folder: Path, used: Mapping[str, int]) -> list[str]:
     with locked(folder):
         for name, path in case_ids(folder):
             case = name.removeprefix(JUDGE_PREFIX)
+            if name in (ATTACKER, GRADER):
+                continue
             runs = used.get(case)
             if runs is None:
                 path.unlink()

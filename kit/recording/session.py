@@ -6,10 +6,9 @@
         ...                                        # the agent's SDK calls are answered from the tape
     error = rec.finish(tape)                       # the attempt's misses (replay), or None; record: saved
 
-`live` installs nothing. `install` also sets the settings' own variables (KIT_RECORDINGS_MODE, KIT_RECORDINGS,
-KIT_AGENT_MODEL for the pinned model) so a process started afterwards (the runner's host processes) resolves
-the same recordings; a process nobody installed them in takes them from its settings
-(`kit.settings.process_settings`) on its first call.
+`live` installs nothing. A process nobody installed them in (the runner's host processes, a tool's subprocess)
+takes them from its settings on its first call (`kit.settings.process_settings`: the plan document KIT_PLAN
+names, which `Plan.install_recordings` hands to the processes it starts), never from variables of their own.
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ from kit.recording.tape import Tape, current
 
 Mode = Literal["live", "record", "replay", "record-missing"]
 MODES: tuple[str, ...] = ("live", "record", "replay", "record-missing")
-# The settings' variables a started process reads them from (kit.settings.ENV).
-MODE_ENV, FOLDER_ENV, MODEL_ENV = "KIT_RECORDINGS_MODE", "KIT_RECORDINGS", "KIT_AGENT_MODEL"
 # A process's own recording session, when no evals id names one.
 OWN_SESSION = f"process-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
@@ -107,35 +104,32 @@ def _read(path: str) -> Recording | None:
 
 # --- this process's recordings ---------------------------------------------------------------------------
 
-_STATE: dict[str, object] = {"resolved": False, "recordings": None, "patched": None, "saved_env": None}
+_STATE: dict[str, object] = {"resolved": False, "recordings": None, "patched": None}
 _LOCK = threading.Lock()
 
 
-def install(recordings: Recordings | None) -> None:
+def install(recordings: Recordings | None) -> bool:
     """Run this process's model calls under `recordings` (None or live: untouched). Replaying, the stubs are
     built at once: from now on no request of this process reaches the network. Recording, they are built when
     the process first makes an attempt's calls (`active`), so a process that only hands its calls to its hosts
-    never imports vcrpy. Installing the same recordings again costs a comparison."""
+    never imports vcrpy. Installing the same recordings again costs a comparison. True when this call changed
+    what the process runs under."""
     with _LOCK:
         if _STATE["resolved"] and _STATE["recordings"] == recordings:
-            return
+            return False
         _remove()
         _STATE["resolved"] = True
         if recordings is None or recordings.mode == "live":
             _STATE["recordings"] = None
-            return
+            return True
         _STATE["recordings"] = recordings
         if recordings.mode == "replay":
             _STATE["patched"] = Patched(Router(replaying=True))
-        _STATE["saved_env"] = {k: os.environ.get(k) for k in (MODE_ENV, FOLDER_ENV, MODEL_ENV)}
-        os.environ[MODE_ENV] = recordings.mode
-        os.environ[FOLDER_ENV] = str(recordings.folder)
-        if recordings.model is not None:
-            os.environ[MODEL_ENV] = recordings.model
+        return True
 
 
 def uninstall() -> None:
-    """The stubs taken out and the variables put back; the process stays live from then on, its settings not
+    """The stubs taken out; the process stays live from then on, its settings not
     read again (tests; a process otherwise keeps its recordings)."""
     with _LOCK:
         _remove()
@@ -146,14 +140,7 @@ def _remove() -> None:
     patched = _STATE.get("patched")
     if isinstance(patched, Patched):
         patched.remove()
-    saved = _STATE.get("saved_env")
-    if isinstance(saved, dict):
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    _STATE.update(recordings=None, patched=None, saved_env=None)
+    _STATE.update(recordings=None, patched=None)
 
 
 def active() -> Recordings | None:

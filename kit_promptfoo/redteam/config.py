@@ -236,7 +236,9 @@ def build(
     agent = plan.agent_name
     tools = find_upwards(Path(plan.cases), "tools.json")
     tools = tools.resolve() if tools is not None else None
-    attacker = redteam_goals.attacker_provider(rt.attacker, rt.attacker_base_url) if rt.attacker else None
+    # Under recordings, `make evals` serves the attacker's calls from the kit's endpoint (Plan.node_endpoints).
+    attacker_url = plan.node_endpoints.get("attacker") or rt.attacker_base_url
+    attacker = redteam_goals.attacker_provider(rt.attacker, attacker_url) if rt.attacker else None
     config = yamlio.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     from_root = root_redteam(root_config, agent) if root_config is not None else None
     if from_root is not None:
@@ -313,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"red-team config: {e}", file=sys.stderr)
         return 2
     rt = plan.settings.redteam
-    if rt.attacker and rt.attacker_base_url:
+    # Replayed from the kit's endpoint, the attacker's own server is not needed (nor reachable, offline).
+    replayed = "attacker" in plan.node_endpoints and plan.recordings is not None and plan.recordings.mode == "replay"
+    if rt.attacker and rt.attacker_base_url and not replayed:
         why = unreachable(rt.attacker_base_url)
         if why is not None:
             print(

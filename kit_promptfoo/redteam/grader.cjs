@@ -44,7 +44,9 @@ function judge() {
   if (j.error) return { error: j.error };
   // The secret's variable, as the document names it.
   const keyVar = Object.keys(plan.doc.secrets || {}).find((v) => plan.doc.secrets[v] === "judge.api_key");
-  const baseUrl = (j.base_url || HOSTED[j.provider] || "").replace(/\/+$/, "");
+  // Under recordings, `make evals` serves the grader's calls from the kit's endpoint (the plan's node_endpoints).
+  const served = (plan.doc.node_endpoints || {}).grader;
+  const baseUrl = (served || j.base_url || HOSTED[j.provider] || "").replace(/\/+$/, "");
   return {
     model: j.model,
     provider: j.provider,

@@ -13,6 +13,11 @@ the oracle assertion reports as "not graded" - never as a pass. Pass and fail th
 invariants alone. With a judge configured the graders stay: Promptfoo sends their requests to
 `redteam.provider` (redteam/generator.py), which forwards them to the kit's one judge.
 
+Under recordings (`[tool.kit.recordings] mode` not live), the model calls that leave from Node (the attacker's,
+the graders' through grader.cjs) are recorded and replayed only through the kit's endpoints `make evals` starts
+and names in the plan (`Plan.node_endpoints`). A red team typed by hand (`npx promptfoo redteam run`) has none:
+this hook refuses it, naming `make evals`, rather than let those calls reach the model unrecorded.
+
 A deliberately vulnerable control target (a `control-` label) gets only the attacks it can read: an attack
 that a strategy encoded (base64, leetspeak, ...) goes to the other targets alone.
 """
@@ -202,6 +207,29 @@ def is_attack(test: dict[str, Any]) -> bool:
     return bool((test.get("metadata") or {}).get("pluginId"))
 
 
+def unserved(plan: Any, tests: list[dict[str, Any]]) -> str | None:
+    """Why this red team may not run under the plan's recordings: a Node-side model (the attacker; the judge, when
+    a test keeps an LLM grader) whose calls no kit endpoint records or replays. None: it may."""
+    recordings = plan.recordings
+    if recordings is None:
+        return None
+    served = plan.node_endpoints
+    attacker = plan.settings.redteam.attacker
+    asserts = [a for t in tests for a in t.get("assert") or [] if isinstance(a, dict)]
+    graded = any(str(a.get("type", "")).startswith(PREFIX) for a in asserts)
+    missing = [
+        *([f"the attacker ({attacker})"] if attacker and "attacker" not in served else []),
+        *(["the judge's graders (grader.cjs)"] if graded and plan.judge is not None and "grader" not in served else []),
+    ]
+    if not missing:
+        return None
+    return (
+        f"[tool.kit.recordings] mode is {recordings.mode}, and {' and '.join(missing)} call their model from Node, "
+        "which only `make evals` records and replays (it serves those calls from the kit's recordings endpoint): "
+        'run `make evals`, or set mode = "live" to call the model'
+    )
+
+
 def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) -> dict[str, Any]:
     from kit.plan import current_plan
 
@@ -218,6 +246,9 @@ def beforeAll(context: dict[str, Any], options: dict[str, Any] | None = None) ->
         tests = [mcp_attack(t, mcp_tools, case_file) if is_mcp_attack(t) else t for t in tests]
     if plan.judge is None:
         tests = [strip_graders(t) for t in tests]
+    refused = unserved(plan, tests)
+    if refused is not None:
+        raise RuntimeError(refused)
     targets = readers(suite)
     if targets is not None:
         tests = [spare_control(t, targets) for t in tests]

@@ -56,7 +56,6 @@ GIVEN = {
 TODO = {
     ("kit/commands/mcp.py", "*"): "not yet moved: kit mcp reads its settings from its ancestors' environment",
     ("kit/mcp/proxy.py", "*"): "not yet moved: kit mcp's proxy hands the server this environment",
-    ("kit/recording/session.py", "*"): "not yet moved: the recordings' mode, handed to the agent's process",
 }
 
 
