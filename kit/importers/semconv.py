@@ -288,12 +288,17 @@ def _count(span: OtelSpan, key: str, v: Any, notes: list[str], number: type = in
 def _tree(attrs: dict[str, Any], prefix: str) -> dict[str, Any]:
     """Flattened attributes under `prefix` as a nested dict (`a.0.b` -> {"0": {"b": ...}})."""
     root: dict[str, Any] = {}
-    start = len(prefix)
+    paths = _PATHS.get(prefix)
+    if paths is None or len(paths) > _MAX_PATHS:  # bounded: a stream of ever-new names cannot grow it
+        paths = _PATHS[prefix] = {}
     for key, v in attrs.items():
-        if not key.startswith(prefix):
+        got = paths.get(key)
+        if got is None:
+            got = paths[key] = _split(key, prefix)
+        if not got:
             continue
+        *path, last = got
         node = root
-        *path, last = key[start:].split(".")
         for p in path:
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
@@ -301,6 +306,16 @@ def _tree(attrs: dict[str, Any], prefix: str) -> dict[str, Any]:
             node = nxt
         node[last] = v
     return root
+
+
+# An attribute name's parts under a prefix (() when it is not under it), per prefix: the same few names come on
+# every span of an instrumentation, so each is split once.
+_PATHS: dict[str, dict[str, tuple[str, ...]]] = {}
+_MAX_PATHS = 8192
+
+
+def _split(key: str, prefix: str) -> tuple[str, ...]:
+    return tuple(key[len(prefix) :].split(".")) if key.startswith(prefix) else ()
 
 
 def _indexed(node: Any) -> list[Any]:

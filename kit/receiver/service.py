@@ -202,7 +202,9 @@ class Receiver:
         if not batch:
             return
         try:
-            with self.store.connect() as con:
+            # Without merging other writers' spools: that is a third of an open's CPU, paid per batch here, and
+            # the next reader or writer of runs merges them.
+            with self.store.connect(merge=False) as con:
                 written = prod.write(con, [v.trace for _, v in batch], [c for _, v in batch for c in v.checks])
         except Exception as e:  # the store busy or full: kept, and tried again (the log still holds them)
             self.counters.store_errors += 1
