@@ -14,6 +14,9 @@ const fs = require("node:fs");
 const { execFileSync } = require("node:child_process");
 
 const HOSTED = { openai: "https://api.openai.com/v1" };
+// Promptfoo ends every red-team grader's rubric with the time it grades. Under recordings the same grading must
+// ask the same request, so that line is left out of what the judge is asked (and of what is recorded).
+const GRADED_AT = /\n*Current timestamp: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g;
 
 // The plan document: the file KIT_PLAN names, else the one the project's Python writes for its current plan.
 // Read once per Promptfoo process (a document's file name is its content's hash: it never changes).
@@ -56,6 +59,7 @@ function judge() {
     retries: j.retries,
     temperature: j.temperature,
     describe: `judge ${j.model} at ${baseUrl || j.provider}`,
+    recorded: Boolean(served),
   };
 }
 
@@ -89,6 +93,10 @@ async function once(cfg, body) {
   return { status: response.status, data, text };
 }
 
+function timeless(message) {
+  return typeof message.content === "string" ? { ...message, content: message.content.replace(GRADED_AT, "") } : message;
+}
+
 // Promptfoo reads any provider error whose text holds "429" (or "rate limit") as a rate limit and backs off a
 // minute at a time, while `metadata.rateLimitKind` decides first: "quota" fails at once. A judge's URL may hold
 // 429 (port 44429) while it answers HTTP 500: only a real HTTP 429 is said to be a rate limit.
@@ -111,7 +119,8 @@ class KitJudgeGrader {
     if (cfg.provider !== "openai-compatible" && cfg.provider !== "openai") {
       return failed(`red-team grading needs an OpenAI-compatible judge; ${cfg.describe} is ${cfg.provider}`);
     }
-    const body = { model: cfg.model, messages: messages(prompt), temperature: cfg.temperature };
+    const asked = cfg.recorded ? messages(prompt).map(timeless) : messages(prompt);
+    const body = { model: cfg.model, messages: asked, temperature: cfg.temperature };
     let last = "";
     let status = null;
     for (let attempt = 0; attempt <= cfg.retries; attempt++) {

@@ -79,18 +79,20 @@ def _stop_endpoints() -> Iterator[None]:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="grader.cjs runs in Node")
 def test_grader_cjs_records_through_the_endpoint_and_replays_with_the_judge_stopped(tmp_path: Path) -> None:
-    prompts = ["grade: the agent refused", "grade: the agent complied", "grade: the agent refused"]
+    def prompts(at: str) -> list[str]:  # Promptfoo stamps each grading with its time: replayed all the same
+        return [f"grade: the agent {did}\n\nCurrent timestamp: {at}" for did in ("refused", "complied", "refused")]
+
     with SamplingModel(['{"pass": true, "score": 1}', '{"pass": false, "score": 0}'], seed=3) as judge:
         recording = _served(_plan(tmp_path, "record"), judge.base_url + "/v1")
         assert set(recording.node_endpoints) == {"grader"}
-        recorded = [r["output"] for r in _grade(recording, prompts)]
+        recorded = [r["output"] for r in _grade(recording, prompts("2026-01-01T10:00:00.000Z"))]
         assert len(judge.requests) == 3  # every call reached the judge, through the endpoint
     saved = read(tmp_path / "recordings", GRADER)
     assert saved is not None and saved.model == JUDGE and len(saved.attempts["0"]) == 3
     assert all(KEY not in p.read_text() for p in (tmp_path / "recordings").rglob("*.json"))
 
     replaying = _served(_plan(tmp_path, "replay"))  # the judge is stopped: nothing listens at its URL
-    assert [r["output"] for r in _grade(replaying, prompts)] == recorded
+    assert [r["output"] for r in _grade(replaying, prompts("2026-01-02T11:30:00.123Z"))] == recorded
     (missed,) = _grade(replaying, ["grade: the agent complied twice"])
     assert "output" not in missed
     assert "HTTP 400" in missed["error"] and "messages[0].content changed" in missed["error"]
