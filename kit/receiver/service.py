@@ -7,7 +7,8 @@
 
 One thread judges (a trace's checks are pure Python: more threads would only share the GIL); the HTTP
 front's threads decode, log and acknowledge. Verdicts are written to the store in batches (`batch` traces
-or `flush_s` seconds, whichever comes first), and only then are the log's segments let go.
+or `flush_s` seconds, whichever comes first, or at once when the receiver is full and half of what it holds is
+judged), and only then are the log's segments let go.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ class Options:
     max_spans: int = 50_000  # spans held before batches are refused (429): ~1,000 traces of 50 spans
     retry_after: int = 1  # seconds, told to a refused sender
     batch: int = 500  # verdicts per store write
-    flush_s: float = 1.0  # at most this long between a verdict and its store write
+    # At most this long between a verdict and its store write. Opening the store costs ~50 ms of CPU whatever the
+    # batch holds, so a batch of a few traces a second would cost more than judging them.
+    flush_s: float = 5.0
     segment_bytes: int = wal_mod.SEGMENT_BYTES
 
 
@@ -176,6 +179,7 @@ class Receiver:
                     len(self._unstored) >= self.options.batch
                     or time.monotonic() - self._first_unstored >= self.options.flush_s
                     or self._closing.is_set()
+                    or self._judged_holds_most()
                 )
                 if due:
                     self._flush()
@@ -184,6 +188,13 @@ class Receiver:
             except Exception:  # the loop must outlive any one trace or store hiccup: said, then retried
                 traceback.print_exc(file=sys.stderr)
                 time.sleep(0.5)
+
+    def _judged_holds_most(self) -> bool:
+        """The receiver is full and at least half of what it holds is judged, waiting for the store: written at
+        once, so that batches come in again (never a write of a few traces while pending spans fill it)."""
+        if self.assembler.admit():
+            return False
+        return 2 * sum(len(r.spans) for r, _ in self._unstored) >= self.assembler.held
 
     def _judge(self, r: Ready) -> Verdict:
         try:
