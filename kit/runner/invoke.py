@@ -222,11 +222,31 @@ def _dialogue(agent: Agent, case: Case) -> _Dialogue | str:
 
 
 def _cause(e: BaseException) -> str:
-    """`Type: message (at file:line)`: the innermost frame says where the agent broke."""
+    """`Type: message (at file:line)`: the innermost frame says where the agent broke. An exception group
+    (a TaskGroup's, as the MCP SDK and anyio raise) says nothing of its own: its leaves are named, each once."""
+    if isinstance(e, BaseExceptionGroup):
+        named: dict[str, str] = {}  # `Type: message` -> where it was first raised
+        for leaf in _leaves(e):
+            named.setdefault(*_named(leaf))
+        causes = [what + where for what, where in named.items()]
+        return causes[0] if len(causes) == 1 else f"{len(causes)} errors: " + "; ".join(causes)
+    return "".join(_named(e))
+
+
+def _named(e: BaseException) -> tuple[str, str]:
+    """(`Type: message`, ` (at file:line)`)."""
     tb = traceback.extract_tb(e.__traceback__)
     where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
     msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}{': ' + msg if msg else ''}{where}"
+    return f"{type(e).__name__}{': ' + msg if msg else ''}", where
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The exceptions a group holds, nested groups opened, in the order they were raised."""
+    found: list[BaseException] = []
+    for inner in group.exceptions:
+        found.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
+    return found
 
 
 # --- rate limits --------------------------------------------------------------------------------------
