@@ -23,10 +23,15 @@ packages:
 
 # pip byte-compiles what it installs on one core, most of its time; compileall does the same on every core (-j0)
 # once pip is done, while npm may still be installing beside it.
+# The Anthropic SDK for the tests' Anthropic desks goes in a folder only the test workers put on sys.path
+# (tests/conftest.py): DeepEval imports it at start-up wherever it is importable (3,349 modules, ~3.5 CPU-s a
+# process), and `make test` starts some twenty DeepEval processes. Its dependencies are the venv's (openai's).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
+	$(PY) -m pip install --quiet --no-compile --no-deps --target $(VENV)/anthropic-sdk 'anthropic>=0.40'
+	$(PY) -m compileall -q -j0 $(VENV)/anthropic-sdk > /dev/null
 	$(PY) -m compileall -q -j0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" > /dev/null
 	touch $@
 

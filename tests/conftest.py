@@ -12,6 +12,9 @@ import pytest
 # DeepEval reads the project's .env into os.environ when it is first imported: in a test worker that would
 # hand later tests Promptfoo's dead proxy (and a pip install in a test would find no package index).
 os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
+# The Anthropic SDK the Makefile installs beside the venv, for the tests' Anthropic desks: on the workers' path
+# only, so the DeepEval processes the tests start do not import it at start-up (as DeepEval does wherever it can).
+sys.path.append(str(Path(sys.prefix) / "anthropic-sdk"))
 
 
 @pytest.fixture(scope="session", autouse=True)
