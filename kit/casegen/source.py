@@ -121,7 +121,7 @@ def from_production(store_path: Path, trace_id: str) -> Source:
         if not prod.has_production(con):
             raise KitInputError("the store holds no production trace (`kit serve` writes them)", file=str(store_path))
         row = con.execute(
-            "SELECT trace, passed, outcome, error FROM production_traces WHERE trace_id = ?", [wanted]
+            "SELECT trace, passed, outcome, error FROM production_traces WHERE lower(trace_id) = ?", [wanted]
         ).fetchone()
     if row is None:
         raise KitInputError(f"no production trace {trace_id!r} in the store", file=str(store_path))
