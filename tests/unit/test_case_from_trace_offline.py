@@ -19,7 +19,10 @@ import pytest
 from kit.case import load_suite
 from kit.cli import main as kit
 from kit.commands import lint as kit_lint
+from kit.commands.check import judge
+from kit.importers import import_file
 from kit.settings import load_settings
+from kit.trace import parse_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "from_trace"
@@ -46,6 +49,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(agent: str, mode: str, folder: Path, case):
     """The kit's runner (`kit.runner.invoke`) on the agent, its model calls under recordings `mode`."""
+    import openai  # noqa: F401  # a warm agent process, as production's was: its latency is the calls'
+
     from kit.recording import Recordings, install, uninstall
     from kit.runner import invoke
     from kit.runner.agents import load_agent
@@ -57,7 +62,7 @@ def _run(agent: str, mode: str, folder: Path, case):
         uninstall()
 
 
-def test_offline_the_case_fails_on_the_faulty_desk_and_misses_loudly_on_the_fixed_one(repo, capsys):
+def test_offline_the_case_fails_on_the_faulty_desk_and_the_fixed_one_passes_if_asked_the_same(repo, capsys):
     import refund_desk
 
     from kit.doubles.openai_server import ScriptedOpenAIServer
@@ -92,6 +97,15 @@ def test_offline_the_case_fails_on_the_faulty_desk_and_misses_loudly_on_the_fixe
     assert fixed.error.startswith(miss + " (nearest: recorded call 1 of 3)")
     assert (fixed.outcome, fixed.results) == ("error", ())
 
+    # The same guard, the model not told: every request is the faulty run's, the replay answers all of them,
+    # and the lookup the desk made itself is in its transcript: it passes offline on production's recording.
+    quiet = _run("openai_desk:fixed_quietly", "replay", folder, case)
+    assert (quiet.error, quiet.outcome) == (None, "pass")
+    assert [r.name for r in quiet.results] == [r.name for r in faulty.results]
+    # And the fixed desk's own production trace (it told the model) passes the case.
+    data = import_file(FIXED)[0]
+    assert judge(parse_trace({**data, "case_id": case_id}), case).outcome == "pass"
+
     closed = os.environ["DESK_MODEL_URL"]
     with ScriptedOpenAIServer(refund_desk.script, host="127.0.0.2") as srv:
         os.environ["DESK_MODEL_URL"] = srv.base_url  # the monkeypatched variable: restored after the test
@@ -107,4 +121,5 @@ def test_offline_the_case_fails_on_the_faulty_desk_and_misses_loudly_on_the_fixe
     assert (offline.error, offline.outcome) == (None, "pass")
     assert [r.name for r in offline.results] == [r.name for r in faulty.results]
     # The recording is now the fixed desk's: the faulty one, asking what production asked, misses on it.
-    assert _run("openai_desk:faulty", "replay", folder, case).error.startswith(miss)
+    gone = miss.replace("is new", "is gone")  # its first request lacks the lookup the recorded one holds
+    assert _run("openai_desk:faulty", "replay", folder, case).error.startswith(gone)
