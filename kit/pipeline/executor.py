@@ -13,7 +13,6 @@ import re
 import resource
 import select
 import shlex
-import signal
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from kit.pipeline import routing
+from kit.pipeline import groups, routing
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ def run_stages(chosen: Sequence[Stage], env: Mapping[str, str], logs: Path) -> l
     """Every stage, in the order given; the `together` ones at the same time, after the others. A `required`
     stage that fails stops there: the results end with it, and no later stage ran."""
     done: dict[int, StageResult] = {}
-    with routing.routed():
+    with routing.routed(), groups.ending_with_this_process():
         for i, stage in enumerate(chosen):
             if not stage.together:
                 done[i] = run_stage(stage, env, logs)
@@ -234,6 +233,17 @@ def _command(
     except OSError as e:
         f.write(f"cannot start: {e}\n")
         return 127, 0.0
+    groups.started(proc.pid)
+    try:
+        return _follow(name, step, f, started, deadline, proc)
+    finally:
+        groups.ended(proc.pid)
+
+
+def _follow(
+    name: str, step: Step, f: TextIO, started: float, deadline: float | None, proc: subprocess.Popen[bytes]
+) -> tuple[int, float]:
+    """The running tool's output into the log until it exits, or its group killed at the deadline."""
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     last = [""]
@@ -277,7 +287,7 @@ def _command(
             break
         now = time.perf_counter()
         if deadline is not None and now >= deadline:
-            _kill_group(proc.pid)
+            groups.kill_group(proc.pid)
             _, got, rusage = os.wait4(proc.pid, 0)
             status, used = got, rusage
             stop.set()
@@ -294,7 +304,7 @@ def _command(
     if reader.is_alive():  # the tool exited, a child of its own still holds the pipe: stop reading
         f.write(f"(the tool exited; a process it left holds its output open: stopped after {OUTPUT_GRACE:g} s)\n")
         stop.set()
-        _kill_group(proc.pid)
+        groups.kill_group(proc.pid)
         reader.join(2.0)
     proc.stdout.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -302,13 +312,3 @@ def _command(
 
 
 OUTPUT_GRACE = 5.0  # seconds the log is still read after its tool exited
-
-
-def _kill_group(pgid: int) -> None:
-    """End a tool's process group: TERM, a moment to exit, then KILL."""
-    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 0.0)):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(wait)

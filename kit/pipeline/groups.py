@@ -1,0 +1,156 @@
+"""The process groups of the stages' tools, ended with `make evals`.
+
+Each tool runs in a process group of its own (so a deadline can kill it with its children), which also
+puts it out of reach of the terminal's Ctrl-C and of a parent that dies. So the groups now running are
+known here, and:
+- SIGTERM, SIGINT or SIGHUP to the pipeline ends every group (TERM, a moment, then KILL), then the pipeline;
+- the pipeline's parent (make) dying does the same, as a SIGTERM would;
+- the pipeline dying any other way (SIGKILL, a crash) is seen by a guard process, which holds the other end
+  of a pipe from the pipeline: at its end of file it ends every group still running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import IO
+
+GRACE_S = 1.0  # seconds a group has to exit after TERM before KILL
+PARENT_POLL_S = 0.5  # how often the pipeline asks whether its parent is still there
+ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+# Run by `python -I -S -c _GUARD GRACE_S`: reads "+pgid" / "-pgid" lines; at end of file (the pipeline is gone, however
+# it went), ends the groups still listed. It ignores the signals that end the pipeline, so a Ctrl-C sent
+# to the whole terminal cannot take it down first.
+_GUARD = """
+import os, signal, sys, time
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+live = set()
+for line in sys.stdin:
+    (live.add if line[0] == "+" else live.discard)(int(line[1:]))
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for pgid in live:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+    if sig == signal.SIGTERM and live:
+        time.sleep(float(sys.argv[1]))
+"""
+
+_lock = threading.Lock()
+_live: set[int] = set()
+_guard: IO[str] | None = None
+
+
+def _tell_guard(line: str) -> None:
+    global _guard
+    if _guard is None:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _GUARD, str(GRACE_S)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            text=True,
+        )
+        _guard = proc.stdin
+    assert _guard is not None
+    try:
+        _guard.write(line + "\n")
+        _guard.flush()
+    except OSError:  # the guard is gone: the signal handlers still end the groups
+        pass
+
+
+def started(pgid: int) -> None:
+    """A tool's process group is running."""
+    with _lock:
+        _live.add(pgid)
+        _tell_guard(f"+{pgid}")
+
+
+def ended(pgid: int) -> None:
+    """A tool's process group is done with (reaped, or killed)."""
+    with _lock:
+        _live.discard(pgid)
+        _tell_guard(f"-{pgid}")
+
+
+def kill_group(pgid: int) -> None:
+    """End one process group: TERM, a moment to exit, then KILL."""
+    kill_groups([pgid])
+
+
+def kill_groups(pgids: list[int]) -> None:
+    """End process groups together: TERM to each, up to GRACE_S for all to exit, then KILL to any left."""
+    left = []
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+            left.append(pgid)
+    until = time.monotonic() + GRACE_S
+    while left and time.monotonic() < until:
+        time.sleep(0.05)
+        left = [g for g in left if _alive(g)]
+    for pgid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _end(signum: int, _frame: object) -> None:
+    """The pipeline is told to stop: its stages' groups end first, then it exits as the signal says."""
+    with contextlib.suppress(Exception):  # never a lock here: the main thread may hold it
+        live = _copy_live()
+        kill_groups(live)
+        name = signal.Signals(signum).name
+        os.write(2, f"\nmake evals: stopped by {name}; {len(live)} stage process group(s) ended\n".encode())
+    os._exit(128 + signum)
+
+
+def _copy_live() -> list[int]:
+    for _ in range(10):  # another thread may add or drop a group while it is copied
+        with contextlib.suppress(RuntimeError):
+            return sorted(_live)
+    return []
+
+
+@contextlib.contextmanager
+def ending_with_this_process() -> Iterator[None]:
+    """While stages run: the signals that stop the pipeline, and its parent's death, end their groups too.
+    Off the main thread (where no handler can be set) only the guard holds."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, _end) for sig in ENDING}
+    parent, done = os.getppid(), threading.Event()
+
+    def watch_parent() -> None:
+        while not done.wait(PARENT_POLL_S):
+            if os.getppid() != parent:  # reparented: whoever started make evals is gone
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    watcher = threading.Thread(target=watch_parent, name="parent-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,119 @@
+"""A killed `make evals` takes its stages' processes with it: each tool runs in a process group of its own,
+out of reach of the terminal's Ctrl-C, so the pipeline ends those groups itself when it is told to stop,
+when its parent dies, and (through its guard) when it is killed outright."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HOW = ("SIGTERM", "SIGINT", "SIGKILL", "parent-dies")
+
+# One import of the kit, then a pipeline forked for each way of stopping it; "parent-dies" gets a parent of
+# its own (make, say) that waits for it. Each pipeline runs two stages at the same time, each a shell that
+# leaves a long-sleeping grandchild and waits for it. The launcher writes each child's exit code.
+LAUNCHER = """\
+import os, sys
+from pathlib import Path
+from kit.pipeline.executor import Stage, Step, run_stages
+
+root = Path(sys.argv[1])
+
+def stage(out, name):
+    pids = f"{out}/{name}.pids"
+    tool = ("sh", "-c", f"sleep 300 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; wait")
+    return Stage(name, name, (Step(name, tool),), together=True, timeout=600)
+
+def pipeline(out):
+    (out / "pipeline.pid").write_text(str(os.getpid()))
+    run_stages([stage(out, "promptfoo"), stage(out, "redteam")], {"PATH": "/usr/bin:/bin"}, out)
+    os._exit(0)
+
+children = {}
+for how in sys.argv[2:]:
+    out = root / how
+    out.mkdir()
+    pid = os.fork()
+    if pid == 0:
+        if how == "parent-dies":
+            (out / "make.pid").write_text(str(os.getpid()))
+            if os.fork() == 0:
+                pipeline(out)
+            os.wait()
+            os._exit(0)
+        pipeline(out)
+    children[pid] = how
+for _ in children:
+    pid, status = os.wait()
+    (root / children[pid] / "exit").write_text(str(os.waitstatus_to_exitcode(status)))
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _wait(what, seconds: float) -> bool:
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        if what():
+            return True
+        time.sleep(0.05)
+    return what()
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(p) for p in path.read_text().split()]
+
+
+def _groups(root: Path) -> list[int]:
+    """The stages' process groups (each shell leads its own)."""
+    return [_pids(f)[0] for f in root.glob("*/*.pids")]
+
+
+def test_every_stages_processes_end_with_make_evals_however_it_is_stopped(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(tmp_path), *HOW], env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        files = [tmp_path / how / f"{stage}.pids" for how in HOW for stage in ("promptfoo", "redteam")]
+        assert _wait(lambda: all(f.exists() for f in files), 60), "the stages never started"
+        stage_pids = {
+            how: _pids(tmp_path / how / "promptfoo.pids") + _pids(tmp_path / how / "redteam.pids") for how in HOW
+        }
+        assert not any(_gone(pid) for pids in stage_pids.values() for pid in pids)
+        started = time.monotonic()
+        for how in HOW:
+            if how == "parent-dies":
+                os.kill(_pids(tmp_path / how / "make.pid")[0], signal.SIGKILL)
+            else:
+                os.kill(_pids(tmp_path / how / "pipeline.pid")[0], getattr(signal, how))
+        _, stderr = launcher.communicate(timeout=10)
+        for how in HOW:
+            assert _wait(lambda how=how: all(map(_gone, stage_pids[how])), 5), f"{how}: a stage's process outlived make"
+        pipeline = _pids(tmp_path / "parent-dies" / "pipeline.pid")[0]
+        assert _wait(lambda: _gone(pipeline), 5), "the pipeline outlived its parent"
+        # Told to stop, the pipeline ends its groups, says so, and exits as the signal says.
+        for how in ("SIGTERM", "SIGINT"):
+            assert (tmp_path / how / "exit").read_text() == str(128 + getattr(signal, how))
+            assert f"stopped by {how}; 2 stage process group(s) ended" in stderr
+        assert time.monotonic() - started < 5
+    finally:  # a failing run leaves nothing behind
+        launcher.kill()
+        for pid in [_pids(f)[0] for f in tmp_path.glob("*/pipeline.pid")]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for group in _groups(tmp_path):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
