@@ -91,13 +91,13 @@ def test_offline_the_case_fails_on_the_faulty_desk_and_the_fixed_one_passes_if_a
     assert (faulty.error, faulty.outcome) == (None, "fail")
     assert [r.name for r in faulty.results if r.outcome != "pass"] == ["guarded:issue_refund"]
 
-    # The fixed desk looks the order up and tells the model: its second request holds a message the recording
+    # The fixed desk looks the order up and tells the model: its first request holds messages the recording
     # never saw. Offline that is a loud miss naming it (an error, never a pass, no call made).
     fixed = _run("openai_desk:fixed", "replay", folder, case)
     assert fixed.error.startswith(miss + " (nearest: recorded call 1 of 3)")
     assert (fixed.outcome, fixed.results) == ("error", ())
 
-    # The same guard, the model not told: every request is the faulty run's, the replay answers all of them,
+    # The same fix, the model not told: every request is the faulty run's, the replay answers all of them,
     # and the lookup the desk made itself is in its transcript: it passes offline on production's recording.
     quiet = _run("openai_desk:fixed_quietly", "replay", folder, case)
     assert (quiet.error, quiet.outcome) == (None, "pass")
