@@ -118,7 +118,7 @@ def value(v: Any) -> Any:
     return None
 
 
-def attributes(kvs: list[_KeyValue]) -> dict[str, Any]:
+def attributes(kvs: list[_KeyValue] | list[_PlainKeyValue]) -> dict[str, Any]:
     return {kv.key: value(kv.value) for kv in kvs}
 
 
@@ -151,11 +151,13 @@ def _add_spans(data: dict[str, Any], out: dict[str, list[OtelSpan]], *, file: st
         resource = attributes([_KeyValue.model_validate(a) for a in (rs.get("resource") or {}).get("attributes", [])])
         for s, ss in enumerate(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
             for n, raw in enumerate(ss.get("spans") or []):
-                try:
-                    sp = _Span.model_validate(raw)
-                except ValidationError as e:
-                    where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
-                    raise KitInputError(f"{where}: {error_line(e)}", file=file) from None
+                sp = _plain_span(raw)
+                if sp is None:  # anything but the plain shape: validated, so a wrong part is named
+                    try:
+                        sp = _Span.model_validate(raw)
+                    except ValidationError as e:
+                        where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
+                        raise KitInputError(f"{where}: {error_line(e)}", file=file) from None
                 where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
                 error = None
                 if sp.status is not None and sp.status.code in STATUS_ERROR:
@@ -174,6 +176,113 @@ def _add_spans(data: dict[str, Any], out: dict[str, list[OtelSpan]], *, file: st
                         events=[(e.name, attributes(e.attributes)) for e in sp.events],
                     )
                 )
+
+
+class _PlainStatus:
+    __slots__ = ("code", "message")
+
+    def __init__(self, code: Any, message: Any) -> None:
+        self.code, self.message = code, message
+
+
+class _PlainKeyValue:
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str, value: dict[str, Any]) -> None:
+        self.key, self.value = key, value
+
+
+class _PlainEvent:
+    __slots__ = ("attributes", "name")
+
+    def __init__(self, name: str, attributes: list[_PlainKeyValue]) -> None:
+        self.name, self.attributes = name, attributes
+
+
+class _PlainSpan:
+    """A span read from a plain dict, with the fields `_Span` has: what validation would give, unchanged."""
+
+    __slots__ = (
+        "attributes",
+        "endTimeUnixNano",
+        "events",
+        "name",
+        "parentSpanId",
+        "spanId",
+        "startTimeUnixNano",
+        "status",
+        "traceId",
+    )
+
+
+_INT_OR_STR = (int, str)
+
+
+def _plain_kvs(raw: Any) -> list[_PlainKeyValue] | None:
+    """Attributes that are a list of `{key: str, value: object}`, else None."""
+    if type(raw) is not list:
+        return None
+    out = []
+    for kv in raw:
+        if type(kv) is not dict or type(kv.get("key")) is not str:
+            return None
+        v = kv.get("value", _EMPTY)
+        if type(v) is not dict:
+            return None
+        out.append(_PlainKeyValue(kv["key"], v))
+    return out
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+def _plain_span(raw: Any) -> _PlainSpan | None:
+    """The span when every field it has is of exactly the type `_Span` declares (pydantic would pass it through
+    as it is), else None: per-span validation costs more than reading most exports, so it is kept for the rest."""
+    if type(raw) is not dict:
+        return None
+    g = raw.get
+    sp = _PlainSpan()
+    for name, default in (("traceId", ""), ("spanId", ""), ("name", "")):
+        v = g(name, default)
+        if type(v) is not str:
+            return None
+        setattr(sp, name, v)
+    parent = g("parentSpanId")
+    if parent is not None and type(parent) is not str:
+        return None
+    sp.parentSpanId = parent
+    for name in ("startTimeUnixNano", "endTimeUnixNano"):
+        v = g(name, 0)
+        if type(v) not in _INT_OR_STR:
+            return None
+        setattr(sp, name, v)
+    attrs = _plain_kvs(g("attributes", []))
+    if attrs is None:
+        return None
+    sp.attributes = attrs
+    events = []
+    raw_events = g("events", [])
+    if type(raw_events) is not list:
+        return None
+    for e in raw_events:
+        if type(e) is not dict:
+            return None
+        ename, when, ev_attrs = e.get("name", ""), e.get("timeUnixNano"), _plain_kvs(e.get("attributes", []))
+        if type(ename) is not str or (when is not None and type(when) not in _INT_OR_STR) or ev_attrs is None:
+            return None
+        events.append(_PlainEvent(ename, ev_attrs))
+    sp.events = events
+    status = g("status")
+    if status is not None:
+        if type(status) is not dict:
+            return None
+        code, message = status.get("code"), status.get("message")
+        if (code is not None and type(code) not in _INT_OR_STR) or (message is not None and type(message) is not str):
+            return None
+        status = _PlainStatus(code, message)
+    sp.status = status
+    return sp
 
 
 def is_console_span(d: Any) -> bool:
