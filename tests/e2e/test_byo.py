@@ -171,8 +171,11 @@ def test_after_a_green_make_evals_gate_compare_and_report_pick_its_runs(byo):
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert gate.stdout.count("gate passed for run") == 4, gate.stdout  # kit, deepeval, promptfoo, red team
     assert after["report"].returncode == 0 and "-kit-" in after["report"].stdout, after["report"].stdout[:500]
-    # The first make evals on this store: latest has no baseline yet, and compare says so (exit 2).
-    assert after["compare"].returncode == 2 and "previous" in after["compare"].stderr
+    # The first make evals on this store: its runs have no baseline yet (an earlier make evals), and compare,
+    # which picks that pair when no run is named, says so (exit 2).
+    compare = after["compare"]
+    assert compare.returncode == 2 and "no baseline for run" in compare.stderr, compare.stderr
+    assert "no earlier make evals wrote a complete run" in compare.stderr, compare.stderr
 
 
 def test_a_planted_fault_fails_in_every_stage_on_the_check_that_catches_it(byo):
