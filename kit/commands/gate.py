@@ -101,6 +101,7 @@ class GateResult:
 
     under_floor: dict[str, float] = field(default_factory=dict)  # case -> its floor (kit.gate.verdict.under_floor)
     baseline: str | None = None  # the run it was held against
+
     @property
     def passed(self) -> bool:
         return not self.problems
