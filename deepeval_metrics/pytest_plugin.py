@@ -11,6 +11,8 @@
   rubrics' (soft) and your own DeepEval metrics (soft `metric:<name>`, hard when declared with
   deepeval_metrics.hard): a test file written with the public API needs no store code; a test case that
   names no kit case is listed at the end, not stored;
+- a KitInputError as the session starts (the plan document KIT_PLAN names, its case files, its agent) ends
+  it in one line naming it, exit 2, never pytest's INTERNALERROR traceback;
 - the soft-gate floors of the settings' gates file are checked at the end;
 - the run is finished from DeepEval's end-of-run hook, or at session end under plain pytest.
 """
@@ -37,6 +39,7 @@ from deepeval_metrics import caselog, evaluated  # noqa: E402
 from deepeval_metrics.deepeval_io import pin_deepeval_io  # noqa: E402
 from deepeval_metrics.runner import adopt, plan  # noqa: E402
 from deepeval_metrics.session import EvalSession  # noqa: E402
+from kit.errors import KitInputError  # noqa: E402
 
 __all__ = [
     "kit_session",
@@ -56,6 +59,13 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    try:
+        _configure(config)
+    except KitInputError as e:  # bad input (the plan, its document, its agent): one line naming it, exit 2
+        pytest.exit(f"kit: {e}", returncode=2)
+
+
+def _configure(config: pytest.Config) -> None:
     global _SESSION
     if _TELEMETRY_WAS_ON:
         from deepeval.telemetry.client import NoopBackend, set_backend

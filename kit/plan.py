@@ -35,8 +35,10 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from kit.case import Case, Suite, case_files, invariants_of, load_suite
-from kit.errors import KitInputError
+from kit.errors import KitInputError, first_error
 from kit.runner.agents import Agent, configured_agent, load_agent
 from kit.runner.invoke import Invocation, invoke
 from kit.runner.recorded import replay as replay_run
@@ -87,6 +89,7 @@ class Plan:
     # The kit's recordings endpoints the model calls that leave from Node go through, by who makes them
     # ("attacker": Promptfoo's attacker, "grader": grader.cjs) -> base URL; `make evals` starts them.
     node_endpoints: Mapping[str, str] = field(default_factory=dict)
+    read_from: str | None = None  # the plan document it was read from (KIT_PLAN), None: made from the settings
 
     @cached_property
     def agent(self) -> Agent:
@@ -95,7 +98,16 @@ class Plan:
         module may import a whole SDK); one that cannot be imported is a KitInputError naming it, raised here.
         Its model calls are recorded or replayed in this process as the plan's `recordings` say."""
         self.install_recordings()
-        return self.chosen if isinstance(self.chosen, Agent) else load_agent(self.chosen, self.root)
+        if isinstance(self.chosen, Agent):
+            return self.chosen
+        try:
+            return load_agent(self.chosen, self.root)
+        except KitInputError as e:
+            if self.read_from is None:
+                raise
+            # Under a plan document the agent was named by the plan, not by an --agent the user typed.
+            why = str(e).removeprefix(f"--agent {self.chosen}: ")
+            raise KitInputError(f"{PLAN_ENV}: the plan's agent {self.chosen}: {why}", file=self.read_from) from None
 
     @cached_property
     def recordings(self) -> Recordings | None:
@@ -398,6 +410,41 @@ def _prune(folder: Path) -> None:
                 old.unlink()
 
 
+class _CaseFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    sha256: str
+
+
+class _DocumentShape(BaseModel):
+    """What a plan document of this version holds and `plan_from_document` reads: each field is required (the
+    kit writes them all), so a document of another version, or hand-cut, is refused naming the field."""
+
+    model_config = ConfigDict(extra="allow")
+    settings: dict[str, Any]
+    agent: str
+    kind: str
+    variant: str | None
+    agent_policy: str | None
+    replay: str | None
+    record: str | None
+    cases: str
+    case_files: list[_CaseFile]
+    node_endpoints: dict[str, str]
+
+
+def _check_document(doc: Mapping[str, Any], where: str) -> None:
+    try:
+        _DocumentShape.model_validate(doc)
+    except ValidationError as exc:
+        name, msg, _ = first_error(exc)
+        raise KitInputError(f"{PLAN_ENV}: not a plan document of this kit: {name}: {msg}", file=where) from None
+    # Every setting is written (less the secrets): one missing would be read as its default, another store.
+    missing = [k for k in Settings.model_fields if k not in doc["settings"] and (k,) not in SECRETS]
+    if missing:
+        raise KitInputError(f"{PLAN_ENV}: not a plan document of this kit: settings.{missing[0]} missing", file=where)
+
+
 def plan_from_document(
     doc: Mapping[str, Any], *, env: Mapping[str, str] | None = None, where: str = "plan document"
 ) -> Plan:
@@ -405,7 +452,8 @@ def plan_from_document(
     cassettes, kind and cases. Its secrets come from the variables the document names (default: this
     process's environment). A case file that changed since the plan was made is an error naming it: a
     subprocess never runs other cases than the plan's. A user's agent is imported where first needed
-    (`Plan.agent`)."""
+    (`Plan.agent`). A document missing a field, or holding one of another shape, is an error naming it."""
+    _check_document(doc, where)
     settings = document_settings(doc, env, where)
     kind = doc.get("kind") or "golden"
     if kind not in _KINDS:
@@ -433,7 +481,7 @@ def plan_from_document(
     endpoints = doc.get("node_endpoints") or {}
     if not isinstance(endpoints, dict) or not all(isinstance(v, str) for v in endpoints.values()):
         raise KitInputError(f"{PLAN_ENV}: node_endpoints is not a mapping of base URLs", file=where)
-    return replace(plan, node_endpoints=dict(endpoints))
+    return replace(plan, node_endpoints=dict(endpoints), read_from=where)
 
 
 def current_plan(
@@ -486,7 +534,7 @@ def current_plan(
         reference_ok=reference_ok,
         defer_agent=True,
     )
-    return replace(derived, node_endpoints=base.node_endpoints)
+    return replace(derived, node_endpoints=base.node_endpoints, read_from=base.read_from)
 
 
 def file_sha256(path: Path) -> str:
