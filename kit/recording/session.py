@@ -187,6 +187,28 @@ def attempt(case_id: str, number: int, *, judge: bool = False) -> Iterator[Tape 
 
 
 @contextlib.contextmanager
+def turn(case_id: str, number: int) -> Iterator[list[str]]:
+    """The model calls made inside are attempt `number` of the case, as in `attempt`, and the tape is finished
+    when the block ends (saved when recording; a session's later saves of the attempt add to it, as one attack
+    conversation's turns do). A replayed request with no recording is put in the yielded list, for the caller to
+    make its error. Live: nothing."""
+    missed: list[str] = []
+    recordings = active()
+    if recordings is None:
+        yield missed
+        return
+    tape = recordings.open(case_id, number)
+    token = current.set(tape)
+    try:
+        yield missed
+    finally:
+        current.reset(token)
+        error = recordings.finish(tape)
+        if error is not None:
+            missed.append(error)
+
+
+@contextlib.contextmanager
 def judging(case_id: str | None, number: int, model: str | None) -> Iterator[Tape | None]:
     """The judge's calls about attempt `number` of a case, recorded or replayed as the agent's are, apart from
     them (`_judge/<case id>.json`, pinned to the judge's `model`), saved when the block ends. A replayed call

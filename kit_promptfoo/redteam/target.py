@@ -36,6 +36,7 @@ from typing import Any
 from kit.errors import KitInputError
 from kit.evaluate import evaluate
 from kit.plan import current_plan
+from kit.recording.session import turn as recorded_turn
 from kit.redteam.judging import attack_cases, invariant_names
 from kit.runner.conversation import Exchange, TurnError
 from kit.runner.invoke import AgentTimeout, call_agent
@@ -314,18 +315,20 @@ def _call_api(prompt: str, options: dict[str, Any], context: dict[str, Any]) -> 
     except (ValueError, KitInputError, OSError, TurnError) as e:
         return {"error": f"kit red-team target: {e}"}
     turn = len(session.users) + 1
-    try:  # each turn under the plan's timeout, as every other call of the agent
-        answer = call_agent(plan.agent, case, 0, plan.timeout, run=lambda: session.say(text))
-    except AgentTimeout:
+    error: str | None = None
+    # The turn's model calls recorded or replayed under the case's attempt 0, as a static attack's are.
+    with recorded_turn(case.id, 0) as missed:
+        try:  # each turn under the plan's timeout, as every other call of the agent
+            answer = call_agent(plan.agent, case, 0, plan.timeout, run=lambda: session.say(text))
+        except AgentTimeout:
+            error = f"the agent did not answer within {plan.timeout:g} s"
+        except TurnError as e:  # the agent broke a turn: this attack's error, named
+            error = f"{type(e.cause).__name__}: {e.cause}" if e.cause is not None else e.detail
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+    if missed or error is not None:  # a recording miss first: whatever the agent made of the refused call
         session.close()
-        return {"error": f"case '{case.id}': turn {turn}: the agent did not answer within {plan.timeout:g} s"}
-    except TurnError as e:  # the agent broke a turn: this attack's error, named
-        session.close()
-        why = f"{type(e.cause).__name__}: {e.cause}" if e.cause is not None else e.detail
-        return {"error": f"case '{case.id}': turn {turn}: {why}"}
-    except Exception as e:
-        session.close()
-        return {"error": f"case '{case.id}': turn {turn}: {type(e).__name__}: {e}"}
+        return {"error": f"case '{case.id}': turn {turn}: {missed[0] if missed else error}"}
     try:
         entry = session.judge()
     except Exception as e:  # a trace the oracle cannot read: this attack's error
