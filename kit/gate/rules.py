@@ -95,6 +95,11 @@ def file_sha256(path: Path) -> str | None:
         return None
 
 
+def _resolved(path: str | None) -> str | None:
+    """A case file's path as stored: resolved, so a command run from another folder finds it."""
+    return str(Path(path).resolve()) if path else path
+
+
 def run_rules(
     suite: Any,
     policy: GatePolicy,
@@ -115,18 +120,19 @@ def run_rules(
             floor=policy.hard.min_pass_fraction if c.min_pass_fraction is None else c.min_pass_fraction,
             own=c.min_pass_fraction is not None,
             runs=runs or c.runs,
-            file=c.file,
+            file=_resolved(c.file),
         )
         for c in suite.cases
         if wanted is None or c.id in wanted
     }
     paths = {c.file for c in suite.cases if c.file} | {e.file for e in suite.errors if getattr(e, "file", None)}
+    paths = {_resolved(p) for p in paths}
     files = {p: sha for p in sorted(paths) if (sha := file_sha256(Path(p))) is not None}
     return RunRules(
         cases=cases,
         files=files,
         not_loaded=tuple(str(e) for e in suite.errors) if with_errors else (),
         policy=policy,
-        policy_file=str(policy_file.absolute()) if policy_file is not None else None,
+        policy_file=str(policy_file.resolve()) if policy_file is not None else None,
         origin=origin,
     )

@@ -342,7 +342,7 @@ def ingest(
         results = by_provider[provider]
         kind = _kind(pf, provider, results)
         meta: dict[str, Any] = {
-            "file": str(path),
+            "file": str(path.resolve()),  # read again by `kit redteam keep`, from whatever folder it runs in
             "evalId": pf.evalId,
             "promptfoo": pf.metadata.get("promptfooVersion"),
         }
