@@ -200,10 +200,15 @@ def worst_case_calls(goals_n: int, strategies: tuple[str, ...], max_turns: int) 
 
 
 def attacker_provider(attacker: str, base_url: str | None) -> dict[str, Any]:
-    """The attacker as a Promptfoo provider; at a base URL (a local server) no API key is required."""
+    """The attacker as a Promptfoo provider; at a base URL (a local server) no API key is required. A failed
+    call is not retried: Promptfoo 0.123.1's openai provider would retry it 4 times, 5, 10, 20 and 40 s apart, so
+    an attacker that never answers held the red team for minutes past its timeout."""
     if not base_url:
-        return {"id": attacker}
-    return {"id": attacker, "config": {"apiBaseUrl": base_url, "apiKeyRequired": False}}
+        return {"id": attacker, "config": {"maxRetries": ATTACKER_RETRIES}}
+    return {"id": attacker, "config": {"apiBaseUrl": base_url, "apiKeyRequired": False, "maxRetries": ATTACKER_RETRIES}}
+
+
+ATTACKER_RETRIES = 0
 
 
 def check_strategies(strategies: tuple[str, ...]) -> None:

@@ -240,6 +240,11 @@ def build(
     attacker_url = plan.node_endpoints.get("attacker") or rt.attacker_base_url
     attacker = redteam_goals.attacker_provider(rt.attacker, attacker_url) if rt.attacker else None
     config = yamlio.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    if attacker is not None:
+        # Promptfoo 0.123.1's openai provider bounds a call by REQUEST_TIMEOUT_MS alone (5 min by default; its
+        # config's `timeout` is not read), which Promptfoo reads from the config's `env` first: an attacker that
+        # never answers is bounded by the agent's timeout (its retries: kit.redteam.goals.attacker_provider).
+        config["env"] = {**(config.get("env") or {}), "REQUEST_TIMEOUT_MS": str(max(1, round(plan.timeout * 1000)))}
     from_root = root_redteam(root_config, agent) if root_config is not None else None
     if from_root is not None:
         red, ref = from_root

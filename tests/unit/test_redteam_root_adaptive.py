@@ -60,7 +60,7 @@ def test_with_an_attacker_the_root_red_team_adapts_and_check_names_it(repo: Path
     [crescendo] = [s for s in cfg["redteam"]["strategies"] if isinstance(s, dict) and s["id"] == "crescendo"]
     attacker = {
         "id": "openai:chat:attacker",
-        "config": {"apiBaseUrl": "http://127.0.0.1:9/v1", "apiKeyRequired": False},
+        "config": {"apiBaseUrl": "http://127.0.0.1:9/v1", "apiKeyRequired": False, "maxRetries": 0},
     }
     assert crescendo["config"] == {"redteamProvider": attacker, "stateful": True, "maxTurns": 4, "maxBacktracks": 0}
     goals = [
