@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -308,14 +308,19 @@ def _describe(m: Any) -> str:
     return type(m).__name__
 
 
+def _read_blocks(to_openai: Callable[[list[Any]], tuple[Any, Any]], items: list[Any], where: str) -> tuple[Any, Any]:
+    """A reader's `to_openai` on a framework's messages, a block it does not know refused by name and place."""
+    try:
+        return to_openai(items)
+    except UnknownBlock as e:
+        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+
+
 def _from_anthropic(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:
     """Anthropic messages (kit.importers.anthropic), a block it does not know refused by name and place."""
     from kit.importers.anthropic import to_openai, usage_of
 
-    try:
-        messages, errors = to_openai(items)
-    except UnknownBlock as e:
-        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    messages, errors = _read_blocks(to_openai, items, where)
     conv = {**_openai_extra(extra), "messages": messages}
     if isinstance(conv.get("usage"), dict):
         conv["usage"] = usage_of(conv["usage"]) or conv["usage"]
@@ -326,10 +331,7 @@ def _from_converse(items: list[Any], extra: dict[str, Any], case_id: str, where:
     """Bedrock Converse messages (Strands' `agent.messages`; kit.importers.converse)."""
     from kit.importers.converse import to_openai
 
-    try:
-        messages, errors = to_openai(items)
-    except UnknownBlock as e:
-        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    messages, errors = _read_blocks(to_openai, items, where)
     conv = {**_openai_extra(extra), "messages": messages}
     return _converted(conv, case_id, "converse", errors=errors, what=where)
 
@@ -340,10 +342,7 @@ def _from_gemini(items: list[Any], extra: dict[str, Any], case_id: str, where: s
     from kit.runner.framework_agents import by_message_name
 
     plain = [m if isinstance(m, dict) else m.model_dump(mode="json", exclude_none=True) for m in items]
-    try:
-        messages, authors = to_openai(plain)
-    except UnknownBlock as e:
-        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    messages, authors = _read_blocks(to_openai, plain, where)
     trace = _converted({**_openai_extra(extra), "messages": messages}, case_id, "adk", what=where)
     return by_message_name(trace, authors, one_is_named=True)
 
