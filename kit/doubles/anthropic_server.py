@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from kit.doubles.loopback import JsonHandler
 from kit.doubles.openai_server import ScriptedOpenAIServer
 
 DEFAULT_MODEL = "claude-double-1"
@@ -98,20 +99,7 @@ class ScriptedAnthropicServer(ScriptedOpenAIServer):
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read srv.requests
-                return
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def _error(self, status: int, message: str) -> None:
                 kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(status, "invalid_request_error")
                 kind = "api_error" if status >= 500 and status != 529 else kind

@@ -25,8 +25,10 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from kit.doubles.loopback import JsonHandler, LoopbackServer
 
 Response = str | int | dict[str, Any]
 Script = Sequence[Response] | Callable[[dict[str, Any]], Response]
@@ -86,7 +88,7 @@ def build_completion(response: dict[str, Any] | str, request: dict[str, Any], se
     }
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(LoopbackServer):
     """A local OpenAI-compatible chat-completions endpoint answering from a script (a model double)."""
 
     def __init__(self, script: Script, *, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -98,10 +100,7 @@ class ScriptedOpenAIServer:
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
-        self._thread: threading.Thread | None = None
+        self._listen(host, port, self._handler_class())
 
     @property
     def port(self) -> int:
@@ -119,26 +118,6 @@ class ScriptedOpenAIServer:
             return None
         return len(self._script) - self._position
 
-    def start(self) -> ScriptedOpenAIServer:
-        # A short poll interval: shutdown() waits up to one interval, and tests start many servers.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, name="model-double", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def _next(self, body: dict[str, Any]) -> tuple[Response, int]:
         with self._lock:
             self.requests.append(body)
@@ -154,20 +133,7 @@ class ScriptedOpenAIServer:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read srv.requests
-                return
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def _error(self, status: int, message: str) -> None:
                 kind = "rate_limit_error" if status == 429 else "invalid_request_error"
                 if status >= 500:

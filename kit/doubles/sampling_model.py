@@ -17,16 +17,20 @@ import json
 import random
 import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from kit.doubles.loopback import LoopbackServer
 
 
 def _tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
-class SamplingModel:
+class SamplingModel(LoopbackServer):
     """A loopback HTTP server drawing each answer from `answers` (`weights` optional)."""
+
+    _thread_name = "sampling-model"
 
     def __init__(
         self,
@@ -43,34 +47,12 @@ class SamplingModel:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
-        self._thread: threading.Thread | None = None
+        self._listen(host, port, self._handler())
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
-
-    def start(self) -> SamplingModel:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, name="sampling-model", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> SamplingModel:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def draw(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> str:
         with self._lock:
