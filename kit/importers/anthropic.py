@@ -238,7 +238,7 @@ def _user(role: str, blocks: list[dict[str, Any]], where: str, errors: dict[str,
 def from_anthropic(data: Any, *, case_id: str, file: str | None = None) -> list[dict[str, Any]]:
     """One trace (a contract dict, not yet validated) from Anthropic messages as decoded JSON: a list, a
     Message, or `{"messages": [...], "model", "usage", "final_output", "end_state", ...}`."""
-    from kit.importers.openai_chat import from_openai
+    from kit.importers.openai_chat import from_converted
 
     extra: dict[str, Any] = {}
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
@@ -252,10 +252,4 @@ def from_anthropic(data: Any, *, case_id: str, file: str | None = None) -> list[
         raise KitInputError(str(e), file=file) from None
     if isinstance(extra.get("usage"), dict):
         extra["usage"] = usage_of(extra["usage"]) or extra["usage"]
-    [trace] = from_openai({**extra, "messages": messages}, case_id=str(extra.get("case_id") or case_id), file=file)
-    for span in trace["spans"]:
-        cid = span.get("tool_call_id")
-        if span["kind"] == "tool" and cid in errors and not span.get("error"):
-            span["error"] = errors[cid]
-    trace["source_format"] = "anthropic"
-    return [trace]
+    return from_converted(extra, messages, errors, case_id=case_id, file=file, source_format="anthropic")

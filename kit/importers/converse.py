@@ -131,7 +131,7 @@ def is_converse(data: Any) -> bool:
 def from_converse(data: Any, *, case_id: str, file: str | None = None) -> list[dict[str, Any]]:
     """One trace (a contract dict, not yet validated) from Converse messages as decoded JSON."""
     from kit.errors import KitInputError
-    from kit.importers.openai_chat import from_openai
+    from kit.importers.openai_chat import from_converted
 
     listed = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(listed, list) or not all(isinstance(m, dict) for m in listed):
@@ -142,10 +142,4 @@ def from_converse(data: Any, *, case_id: str, file: str | None = None) -> list[d
         messages, errors = to_openai(items)
     except UnknownBlock as e:
         raise KitInputError(str(e), file=file) from None
-    [trace] = from_openai({**extra, "messages": messages}, case_id=str(extra.get("case_id") or case_id), file=file)
-    for span in trace["spans"]:
-        cid = span.get("tool_call_id")
-        if span["kind"] == "tool" and cid in errors and not span.get("error"):
-            span["error"] = errors[cid]
-    trace["source_format"] = "converse"
-    return [trace]
+    return from_converted(extra, messages, errors, case_id=case_id, file=file, source_format="converse")

@@ -142,6 +142,26 @@ def from_openai(data: Any, *, case_id: str, file: str | None = None) -> list[dic
     return traces
 
 
+def from_converted(
+    extra: dict[str, Any],
+    messages: list[dict[str, Any]],
+    errors: dict[str, str],
+    *,
+    case_id: str,
+    file: str | None,
+    source_format: str,
+) -> list[dict[str, Any]]:
+    """One trace from messages another reader converted to OpenAI's: a tool result that reader saw fail marks
+    its span's error (unless the span already has one); the trace names the format it came in."""
+    [trace] = from_openai({**extra, "messages": messages}, case_id=str(extra.get("case_id") or case_id), file=file)
+    for span in trace["spans"]:
+        cid = span.get("tool_call_id")
+        if span["kind"] == "tool" and cid in errors and not span.get("error"):
+            span["error"] = errors[cid]
+    trace["source_format"] = source_format
+    return [trace]
+
+
 def _expand(raw: list[Any], file: str | None) -> list[_Message]:
     """Messages, with raw chat-completion objects replaced by the assistant message they carry."""
     out: list[_Message] = []
