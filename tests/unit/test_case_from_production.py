@@ -5,11 +5,11 @@ the receiver named."""
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
+from _desk_repo import desk_repo
 
 from kit.cli import main as kit
 from kit.receiver.judging import production_case
@@ -22,12 +22,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "from_trace"
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "desk"\n[tool.kit]\ncases = "golden/cases"\n')
-    shutil.copytree(FIXTURES / "suite", tmp_path / "golden")
-    for var in ("KIT_PLAN", "KIT_CASES", "KIT_INVARIANTS", "KIT_STORE", "KIT_RECORDINGS", "KIT_RECORDINGS_MODE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return desk_repo(tmp_path, monkeypatch)
 
 
 def _judged(repo: Path, export: Path) -> str:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
+from _desk_repo import desk_repo
 
 from kit.agent.cassette import Cassette, ReplayMiss
 from kit.case import load_suite
@@ -42,12 +42,7 @@ def lint(root, **options):
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A user's repository: [tool.kit] cases in golden/cases, the desk's tools.json and invariants."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "desk"\n[tool.kit]\ncases = "golden/cases"\n')
-    shutil.copytree(FIXTURES / "suite", tmp_path / "golden")
-    for var in ("KIT_PLAN", "KIT_CASES", "KIT_INVARIANTS", "KIT_STORE", "KIT_RECORDINGS", "KIT_RECORDINGS_MODE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return desk_repo(tmp_path, monkeypatch)
 
 
 def _written(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[str, Path]:
@@ -246,11 +241,7 @@ LIBRARY_DESK = ROOT / "scripts" / "otel_exports"
 @pytest.fixture
 def library_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The library desk's repository: its tools.json and the `confirmed` invariant its buggy run broke."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "library"\n[tool.kit]\ncases = "golden/cases"\n')
-    shutil.copytree(FIXTURES / "library", tmp_path / "golden")
-    for var in ("KIT_PLAN", "KIT_CASES", "KIT_INVARIANTS", "KIT_STORE", "KIT_RECORDINGS", "KIT_RECORDINGS_MODE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
+    desk_repo(tmp_path, monkeypatch, name="library", suite="library")
     monkeypatch.syspath_prepend(str(LIBRARY_DESK))
     return tmp_path
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 from pathlib import Path
 
 import pytest
+from _desk_repo import desk_repo
 
 from kit.case import load_suite
 from kit.cli import main as kit
@@ -33,11 +33,7 @@ FIXED = FIXTURES / "openinference-openai-refund.json"
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A user's repository with the desk's suite; the desk's agents importable; its model a closed port."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "desk"\n[tool.kit]\ncases = "golden/cases"\n')
-    shutil.copytree(FIXTURES / "suite", tmp_path / "golden")
-    for var in ("KIT_PLAN", "KIT_CASES", "KIT_INVARIANTS", "KIT_STORE", "KIT_RECORDINGS", "KIT_RECORDINGS_MODE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
+    desk_repo(tmp_path, monkeypatch)
     monkeypatch.syspath_prepend(str(FIXTURES))
     with socket.socket() as s:  # a port just freed: nothing listens there
         s.bind(("127.0.0.2", 0))
