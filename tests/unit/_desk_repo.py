@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,3 +22,19 @@ def desk_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, name: str = "d
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def invoked(agent: str, mode: str, folder: Path, case: Any, *, timeout: float) -> Any:
+    """The kit's runner (`kit.runner.invoke`) on the agent `module:function`, its model calls under recordings
+    `mode` in `folder`; what `invoke` returns."""
+    import openai  # noqa: F401  # a warm agent process, as production's was: its latency is the calls'
+
+    from kit.recording import Recordings, install, uninstall
+    from kit.runner import invoke
+    from kit.runner.agents import load_agent
+
+    install(Recordings(mode, folder))
+    try:
+        return invoke(load_agent(agent), case, 0, timeout=timeout)
+    finally:
+        uninstall()

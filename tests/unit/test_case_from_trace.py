@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _desk_repo import desk_repo
+from _desk_repo import desk_repo, invoked
 
 from kit.agent.cassette import Cassette, ReplayMiss
 from kit.case import load_suite
@@ -249,17 +249,7 @@ def library_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _replayed(agent: str, folder: Path, case):
     """The kit's runner on the agent (`kit.runner.invoke`) with the model's answers from the recordings alone:
     no model server (the agent's base URL is a closed port)."""
-    import openai  # noqa: F401  # a warm agent process, as production's was: its latency is the calls'
-
-    from kit.recording import Recordings, install, uninstall
-    from kit.runner import invoke
-    from kit.runner.agents import load_agent
-
-    install(Recordings("replay", folder))
-    try:
-        return invoke(load_agent(agent), case, 0, timeout=60)
-    finally:
-        uninstall()
+    return invoked(agent, "replay", folder, case, timeout=60)
 
 
 def test_offline_the_case_fails_on_the_faulty_agent_naming_the_invariant(library_repo, capsys, monkeypatch):

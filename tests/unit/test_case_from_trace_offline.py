@@ -14,7 +14,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from _desk_repo import desk_repo
+from _desk_repo import desk_repo, invoked
 
 from kit.case import load_suite
 from kit.cli import main as kit
@@ -45,17 +45,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(agent: str, mode: str, folder: Path, case):
     """The kit's runner (`kit.runner.invoke`) on the agent, its model calls under recordings `mode`."""
-    import openai  # noqa: F401  # a warm agent process, as production's was: its latency is the calls'
-
-    from kit.recording import Recordings, install, uninstall
-    from kit.runner import invoke
-    from kit.runner.agents import load_agent
-
-    install(Recordings(mode, folder))
-    try:
-        return invoke(load_agent(agent), case, 0, timeout=30).case_run
-    finally:
-        uninstall()
+    return invoked(agent, mode, folder, case, timeout=30).case_run
 
 
 def test_offline_the_case_fails_on_the_faulty_desk_and_the_fixed_one_passes_if_asked_the_same(repo, capsys):
