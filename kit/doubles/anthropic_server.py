@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from kit.doubles.loopback import JsonHandler
+from kit.doubles.json_handler import JsonHandler
 from kit.doubles.openai_server import ScriptedOpenAIServer
 
 DEFAULT_MODEL = "claude-double-1"

@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from kit.doubles.loopback import JsonHandler, LoopbackServer
+from kit.doubles.json_handler import JsonHandler
+from kit.loopback_server import LoopbackServer
 
 Response = str | int | dict[str, Any]
 Script = Sequence[Response] | Callable[[dict[str, Any]], Response]
@@ -90,6 +91,8 @@ def build_completion(response: dict[str, Any] | str, request: dict[str, Any], se
 
 class ScriptedOpenAIServer(LoopbackServer):
     """A local OpenAI-compatible chat-completions endpoint answering from a script (a model double)."""
+
+    _thread_name = "model-double"
 
     def __init__(self, script: Script, *, host: str = "127.0.0.1", port: int = 0) -> None:
         # Any loopback address: 127.0.0.2 stands in for a hosted model (it is outside the kit's NO_PROXY list).

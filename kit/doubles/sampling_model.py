@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from kit.doubles.loopback import LoopbackServer
+from kit.loopback_server import LoopbackServer
 
 
 def _tokens(text: str) -> int:

@@ -19,10 +19,11 @@ import dataclasses
 import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
+from kit.loopback_server import LoopbackServer
 from kit.recording.files import save_attempt
 from kit.recording.format import Exchange
 from kit.recording.match import request_of
@@ -34,8 +35,11 @@ from kit.recording.wire import kept, played, refusal
 _HOP = {"host", "content-length", "connection", "accept-encoding", "keep-alive", "transfer-encoding"}
 
 
-class Endpoint:
+class Endpoint(LoopbackServer):
     """A loopback HTTP endpoint recording or replaying one tape of model calls (`name`: its recording's id)."""
+
+    _thread_name = "kit-endpoint"
+    _poll_interval = 0.05
 
     def __init__(
         self,
@@ -59,34 +63,12 @@ class Endpoint:
         self.tape: Tape = recordings.open(name, 0)
         self.misses: list[str] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
-        self._thread: threading.Thread | None = None
+        self._listen(host, port, self._handler())
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}" + (urlsplit(self.upstream).path.rstrip("/") if self.upstream else "")
-
-    def start(self) -> Endpoint:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="kit-endpoint", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> Endpoint:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def answer(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
         """The response to one request, as vcrpy's response dict (status, headers, body string)."""
