@@ -126,17 +126,11 @@ class ScriptedAnthropicServer(ScriptedOpenAIServer):
                 except json.JSONDecodeError as exc:
                     self._error(400, f"request body is not JSON: {exc}")
                     return
-                server.headers.append(dict(self.headers.items()))
-                try:
-                    response, seq = server._next(body)
-                except Exception as exc:  # a broken callable script must show up, not hang the client
-                    self._error(500, f"script raised {type(exc).__name__}: {exc}")
+                scripted = server._scripted(body, dict(self.headers.items()), self._error)
+                if scripted is None:
                     return
-                if isinstance(response, bool) or not isinstance(response, str | int | dict):
-                    self._error(500, f"unsupported scripted response {response!r}")
-                elif isinstance(response, int):
-                    self._error(response, f"scripted HTTP {response}")
-                elif "status" in response:
+                response, seq = scripted
+                if "status" in response:
                     self._error(int(response["status"]), str(response.get("error", "scripted error")))
                 elif body.get("stream"):
                     self._stream(build_message(response, body, seq))

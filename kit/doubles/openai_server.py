@@ -133,6 +133,25 @@ class ScriptedOpenAIServer(LoopbackServer):
             self._position += 1
             return response, seq
 
+    def _scripted(
+        self, body: dict[str, Any], headers: dict[str, str], error: Callable[[int, str], None]
+    ) -> tuple[str | dict[str, Any], int] | None:
+        """The script's next response and its sequence number; None once `error` has answered a response that
+        is no answer (the script raised, gave an unsupported value, or a bare HTTP status)."""
+        self.headers.append(headers)
+        try:
+            response, seq = self._next(body)
+        except Exception as exc:  # a broken callable script must show up, not hang the client
+            error(500, f"script raised {type(exc).__name__}: {exc}")
+            return None
+        if isinstance(response, bool) or not isinstance(response, str | int | dict):
+            error(500, f"unsupported scripted response {response!r}")
+            return None
+        if isinstance(response, int):
+            error(response, f"scripted HTTP {response}")
+            return None
+        return response, seq
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -163,17 +182,11 @@ class ScriptedOpenAIServer(LoopbackServer):
                 if body.get("stream"):
                     self._error(400, "the model double does not stream; call without stream=True")
                     return
-                server.headers.append(dict(self.headers.items()))
-                try:
-                    response, seq = server._next(body)
-                except Exception as exc:  # a broken callable script must show up, not hang the client
-                    self._error(500, f"script raised {type(exc).__name__}: {exc}")
+                scripted = server._scripted(body, dict(self.headers.items()), self._error)
+                if scripted is None:
                     return
-                if isinstance(response, bool) or not isinstance(response, str | int | dict):
-                    self._error(500, f"unsupported scripted response {response!r}")
-                elif isinstance(response, int):
-                    self._error(response, f"scripted HTTP {response}")
-                elif "status" in response and "choices" not in response:
+                response, seq = scripted
+                if "status" in response and "choices" not in response:
                     self._error(int(response["status"]), str(response.get("error", "scripted error")))
                 else:
                     self._send(200, build_completion(response, body, seq))
