@@ -129,3 +129,12 @@ bench-store: $(STAMP)
 promptfoo-redteam: export KIT_MAKE_ONLY = redteam
 promptfoo-redteam: packages
 	$(PY) -m kit.pipeline --from-make
+
+# --- Each framework's desk live through every front end (kit run, deepeval test run, npx promptfoo eval,
+# kit import + kit check), one venv per framework under .venv-frameworks/ (made on first use, pip's cache in
+# /tmp). By hand, never in `make test`: minutes per framework. FRAMEWORK=smolagents (or several, spaced) for
+# some; tests/frameworks/README.md says what it checks and what it measured.
+FRAMEWORK ?=
+.PHONY: frameworks-live
+frameworks-live: packages
+	$(PY) tests/frameworks/live.py $(FRAMEWORK)
