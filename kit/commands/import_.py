@@ -111,7 +111,7 @@ def _write_all(
     # Runs of one case from several files must not share an attempt number (the store keys on it).
     seen: dict[str, set[int]] = {}
     held: str | None = None  # the first trace, until a second one says the output is a list
-    n = bare = 0
+    n = bare = unargued = 0
     try:
         state = read_end_state(args.end_state) if args.end_state else None
         traces = iter_import(
@@ -146,6 +146,7 @@ def _write_all(
                 t.update(state.fields())  # the tables' rows, and their columns and types (empty tables too)
             priced(t, prices)  # model calls with tokens and no cost get their model's price, as live runs do
             bare += _no_content(t)
+            unargued += _calls_without_arguments(t)
             text = json.dumps(t, indent=2, default=str)
             if n == 0:
                 held = text
@@ -164,9 +165,11 @@ def _write_all(
         return 2, 0
     out.write((held if n == 1 else "[]" if n == 0 else "\n]") + "\n")
     if bare:
+        calls = f", {unargued} tool call(s) no arguments" if unargued else ""
         print(
-            f"kit import: note: {bare} of {n} run(s) recorded model calls but no messages (content capture "
-            "off, or logged as OTLP log events: give the logs file too): no arguments or answer to check",
+            f"kit import: note: {bare} of {n} run(s) recorded model calls but no messages{calls} (content capture "
+            "off, or logged as OTLP log events: give the logs file too): no arguments or answer to check"
+            + (CAPTURE_OFF if unargued else ""),
             file=sys.stderr,
         )
     return 0, n
@@ -181,3 +184,20 @@ def _indented(text: str) -> str:
 def _no_content(trace: dict) -> bool:
     kinds = {s.get("kind") for s in trace.get("spans") or [] if isinstance(s, dict)}
     return "llm" in kinds and "message" not in kinds and trace.get("final_output") is None
+
+
+# An exporter with content capture off (the OTel GenAI instrumentations' default, and Google ADK's) writes each
+# tool call's span with its name and no arguments: said with the setting that turns it on, so an `arg` check's
+# "called without <key>" on such a run is understood.
+CAPTURE_OFF = (
+    "; an `arg` check on those calls fails 'called without <key>'. Capture content where the agent runs: "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (Google ADK, the OTel GenAI instrumentations)"
+)
+
+
+def _calls_without_arguments(trace: dict) -> int:
+    """Tool calls with no arguments in a run that recorded model calls but no messages (content capture off)."""
+    if not _no_content(trace):
+        return 0
+    spans = [s for s in trace.get("spans") or [] if isinstance(s, dict)]
+    return sum(1 for s in spans if s.get("kind") == "tool" and not s.get("input"))
