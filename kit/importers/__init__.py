@@ -5,7 +5,8 @@
 
 Formats: `openai` (chat-completions message lists), `anthropic` (Anthropic Messages: a message list with
 `tool_use` / `tool_result` blocks, a Message, or its stream events), `converse` (Bedrock Converse messages, as
-Strands Agents keeps them), `otel` (OTLP JSON, or the spans the
+Strands Agents keeps them), `claude_agent` (the Claude Agent SDK's messages as the Claude Code CLI writes
+them), `otel` (OTLP JSON, or the spans the
 OpenTelemetry SDK's ConsoleSpanExporter prints, as a JSON list or one object after another; each span read by the GenAI
 semantic conventions or OpenInference, whichever it follows), `genai` / `openinference` (OTLP JSON read by
 that convention only), `tau2` (tau-bench 2 simulation results: one multi-turn trace per simulation and
@@ -29,13 +30,14 @@ from typing import Any
 
 from kit.errors import KitInputError
 
-FORMATS = ("openai", "anthropic", "converse", "otel", "genai", "openinference", "trace", "tau2")
+FORMATS = ("openai", "anthropic", "converse", "claude_agent", "otel", "genai", "openinference", "trace", "tau2")
 LOGS_ALONE = "OTLP logs hold no spans: give the traces file with it (kit import TRACES LOGS)"
 
 
 def detect(data: Any) -> str | None:
     """The format of decoded JSON, or None when it is none of the known ones."""
     from kit.importers.anthropic import is_anthropic
+    from kit.importers.claude_agent import is_claude_agent
     from kit.importers.converse import is_converse
     from kit.importers.openai_chat import is_openai
     from kit.importers.otlp import is_console, is_otlp
@@ -49,6 +51,8 @@ def detect(data: Any) -> str | None:
         return "trace"
     if is_tau2(data):
         return "tau2"
+    if is_claude_agent(data):
+        return "claude_agent"
     if is_anthropic(data):  # before OpenAI's: its messages have roles too, and blocks OpenAI's reader refuses
         return "anthropic"
     if is_converse(data):
@@ -98,6 +102,10 @@ def convert(
         from kit.importers.converse import from_converse
 
         traces = from_converse(data, case_id=cid, file=file)
+    elif fmt == "claude_agent":
+        from kit.importers.claude_agent import from_claude_agent
+
+        traces = from_claude_agent(data, case_id=cid, file=file)
     elif fmt == "tau2":
         from kit.importers.tau2 import from_tau2, is_tau2
 

@@ -16,6 +16,7 @@ Recognised (`trace_dict(result, case_id)`):
   `tool_result` blocks, the SDK's block objects as they came), dumped, a `MessageStream` or its events;
 - Bedrock Converse messages (kit.importers.converse), as Strands' `agent.messages` holds them;
 - Google ADK's `Event`s and Gemini `Content`s (kit.importers.gemini), each event's author its agent;
+- the Claude Agent SDK's messages (kit.importers.claude_agent): what `query()` yields, or the CLI's JSON;
 - smolagents' memory steps (kit.runner.smolagents_steps), LlamaIndex's agent workflow events
   (kit.runner.llamaindex_events) and CrewAI's `CrewOutput` (kit.runner.crewai_output);
 - any of the dicts above with `mcp_servers` beside the messages: per MCP server, the tools the agent loaded
@@ -43,6 +44,7 @@ from typing import Any
 
 from kit.errors import KitInputError
 from kit.importers.anthropic import is_anthropic_message, is_stream_event
+from kit.importers.claude_agent import is_claude_agent_message
 from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
 from kit.importers.converse import is_converse_message
 from kit.importers.gemini import is_adk_event, is_content
@@ -135,6 +137,8 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
         return _from_crew(result.model_dump(mode="json"), case_id)
     if origin == "llamaindex":  # one event (the run's AgentOutput): read as a list, which says what it lacks
         return _from_messages([result], {}, case_id, where="a LlamaIndex event")
+    if origin == "claude_agent":  # one message alone (its ResultMessage): read as a list, which says what it lacks
+        return _from_messages([result], {}, case_id, where="a Claude Agent SDK message")
     if origin == "anthropic":
         if callable(getattr(result, "get_final_message", None)):
             result = result.get_final_message()  # a MessageStream: the message it streamed
@@ -173,6 +177,8 @@ def _origin(obj: Any) -> str | None:
             return "openai_agents"
         if root == "openai" and hasattr(obj, "model_dump"):
             return "openai"
+        if root == "claude_agent_sdk":
+            return "claude_agent"
         if root == "anthropic" and (hasattr(obj, "model_dump") or hasattr(obj, "get_final_message")):
             return "anthropic"
     return None
@@ -241,6 +247,8 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
         return _from_gemini(items, extra, case_id, where)
     if kinds == {"llamaindex"}:
         return _from_llamaindex(items, extra, case_id, where)
+    if kinds == {"claude_agent"}:
+        return _from_claude_agent(items, extra, case_id, where)
     if not items or kinds == {"openai"}:
         from kit.runner.framework_agents import by_message_name
 
@@ -285,6 +293,8 @@ def _item_kind(m: Any) -> str:
             return "smolagents"
         if event_kind(m) is not None:
             return "llamaindex"
+        if is_claude_agent_message(m):
+            return "claude_agent"
         if is_anthropic_message(m) or is_stream_event(m):
             return "anthropic"
         if is_converse_message(m):
@@ -359,6 +369,22 @@ def _from_llamaindex(items: list[Any], extra: dict[str, Any], case_id: str, wher
     conv = {**_openai_extra(extra), "messages": messages}
     trace = _converted(conv, case_id, "llamaindex", errors=errors, what=where)
     return by_message_name(trace, agents, one_is_named=True)
+
+
+def _from_claude_agent(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:
+    """The Claude Agent SDK's messages (kit.importers.claude_agent): its MCP calls named by tool, with their server."""
+    from kit.importers.claude_agent import to_openai, with_cost
+    from kit.importers.mcp import with_servers
+
+    try:
+        messages, errors, servers, total = to_openai(items)
+    except UnknownBlock as e:
+        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    if not any(m.get("role") == "assistant" for m in messages):
+        raise UnknownResult(f"returned {where} holding no model call: return every message query() yields")
+    cost = total.pop("cost_usd", None)
+    trace = _converted({**_openai_extra(extra), **total, "messages": messages}, case_id, "claude_agent", errors=errors)
+    return with_servers(with_cost(trace, cost), servers)
 
 
 def _from_crew(output: dict[str, Any], case_id: str) -> dict[str, Any]:

@@ -175,6 +175,7 @@ SHAPES: dict[str, tuple[Callable[[], Any], list[tuple[str, dict[str, Any]]], str
     "llamaindex-events": (lambda: _recorded("llamaindex_desk"), ARGS, PLACE),
     "crew-output": (lambda: _recorded("crewai_desk"), ARGS, PLACE),
     "strands-messages": (lambda: _recorded("strands_desk"), ARGS, PLACE),
+    "claude-agent-messages": (lambda: _recorded("claude_agent_desk"), ARGS, PLACE),
 }
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 

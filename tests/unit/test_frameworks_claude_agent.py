@@ -1,0 +1,171 @@
+"""The Claude Agent SDK read as it comes: the messages `query()` yields (the SDK's objects, made here by its own
+parser from the recorded CLI JSON) and that JSON itself (tests/fixtures/frameworks/claude_agent_desk*.json,
+recorded with the real SDK and its bundled Claude Code CLI against the Anthropic double). The clean desk passes,
+the one that refunds without a lookup fails `guarded` and `order`; `mcp__desk__lookup_order` is judged as
+`lookup_order` on server desk, never merged with another server's tool of that name; anything the reader does
+not know is refused by name and place. One live run through the real CLI is marked e2e."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kit.case import load_suite
+from kit.errors import KitInputError
+from kit.evaluate import evaluate
+from kit.importers import convert
+from kit.runner.frameworks import UnknownResult, trace_dict
+from kit.trace import Trace, parse_trace
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
+BUG = {"guarded:issue_refund", "order:lookup_order<issue_refund"}
+
+
+def _recorded(tail: str = "") -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads((FIXTURES / f"claude_agent_desk{tail}.json").read_text())
+    return data
+
+
+def _objects(raw: list[dict[str, Any]]) -> list[Any]:
+    """The messages as `query()` yields them: the SDK's own parser on the CLI's JSON."""
+    parser = pytest.importorskip("claude_agent_sdk._internal.message_parser")
+    return [m for m in (parser.parse_message(copy.deepcopy(r)) for r in raw) if m is not None]
+
+
+def _trace(data: Any) -> Trace:
+    return parse_trace({**trace_dict(data, "refund"), "case_id": "refund"})
+
+
+@pytest.fixture(scope="module")
+def case() -> Any:
+    return load_suite(FIXTURES / "desk.yaml").cases[0]
+
+
+@pytest.mark.parametrize("bug", [False, True])
+@pytest.mark.parametrize("shape", ["objects", "cli_json", "imported"])
+def test_the_desk_is_judged_alike_as_objects_as_the_clis_json_and_imported(shape: str, bug: bool, case: Any) -> None:
+    raw = _recorded("-bug" if bug else "")
+    if shape == "imported":
+        [data] = convert(raw, case_id="refund")
+        trace = parse_trace(data)
+    else:
+        trace = _trace(_objects(raw) if shape == "objects" else raw)
+    assert trace.source_format == "claude_agent"
+    failed = {r.name for r in evaluate(trace, case).results if not r.passed}
+    assert failed == (BUG if bug else set())
+    calls = [(c.name, c.__dict__.get("server")) for c in trace.tool_calls]
+    assert calls == ([] if bug else [("lookup_order", "desk")]) + [("issue_refund", "desk")]
+    assert trace.model == "claude-desk" and trace.final_output == "Refunded 42 on order ORD-7."
+
+
+def test_tokens_and_cost_are_the_results_total_on_the_first_call() -> None:
+    """Each AssistantMessage holds its stream's start (1 output token): the ResultMessage's total stands for the
+    run, once."""
+    raw = _recorded()
+    [result] = [m for m in raw if m["type"] == "result"]
+    llm = [s for s in _trace(raw).spans if s.kind == "llm"]
+    assert len(llm) == 3 == result["num_turns"]
+    assert (llm[0].tokens_in, llm[0].tokens_out) == (result["usage"]["input_tokens"], result["usage"]["output_tokens"])
+    assert [s.tokens_in + s.tokens_out for s in llm[1:]] == [0, 0]
+    assert llm[0].cost_usd == result["total_cost_usd"] > 0
+
+
+def test_the_blocks_of_one_model_call_yielded_apart_are_one_step() -> None:
+    """The CLI yields a call's text and its tool_use as two AssistantMessages of one message id: one step."""
+    raw = _recorded()
+    first = next(m for m in raw if m["type"] == "assistant")
+    said = copy.deepcopy(first)
+    said["message"]["content"] = [{"type": "text", "text": "Looking it up."}]
+    at = raw.index(first)
+    trace = _trace([*raw[:at], said, *raw[at:]])
+    assert [s.kind for s in trace.spans].count("llm") == 3 and len(trace.tool_calls) == 2
+
+
+def _renamed(raw: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:
+    text = json.dumps(raw).replace(f'"name": "{old}"', f'"name": "{new}"')
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def test_a_tool_name_two_servers_share_keeps_each_full_name() -> None:
+    """`mcp__a__lookup_order` and `mcp__b__lookup_order` are two tools: neither is read as `lookup_order`."""
+    raw = _renamed(_recorded(), "mcp__desk__lookup_order", "mcp__a__lookup_order")
+    raw = _renamed(raw, "mcp__desk__issue_refund", "mcp__b__lookup_order")
+    names = [(c.name, c.__dict__.get("server")) for c in _trace(raw).tool_calls]
+    assert names == [("mcp__a__lookup_order", None), ("mcp__b__lookup_order", None)]
+    raw = _renamed(_recorded(), "mcp__desk__issue_refund", "lookup_order")  # a built-in tool of the same name
+    assert [c.name for c in _trace(raw).tool_calls] == ["mcp__desk__lookup_order", "lookup_order"]
+
+
+def test_a_tool_result_marked_is_error_is_the_calls_error() -> None:
+    raw = _recorded()
+    result = next(m for m in raw if m["type"] == "user")
+    result["message"]["content"][0]["is_error"] = True
+    assert _trace(raw).tool_calls[0].error
+
+
+def _refused(raw: list[dict[str, Any]], said: str) -> None:
+    with pytest.raises(UnknownResult, match=said):
+        trace_dict(raw, "c")
+    with pytest.raises(KitInputError, match=said):
+        convert(raw, case_id="c")
+
+
+def test_what_the_reader_does_not_know_is_refused_by_name_and_place() -> None:
+    raw = _recorded()
+    at = next(n for n, m in enumerate(raw) if m["type"] == "assistant")
+    server_tool = copy.deepcopy(raw)
+    use = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}
+    server_tool[at]["message"]["content"].append(use)
+    _refused(server_tool, rf"message {at}, content block 1: a server_tool_use block")
+    subagent = copy.deepcopy(raw)
+    subagent[at]["parent_tool_use_id"] = "toolu_task"
+    _refused(subagent, rf"message {at}: a subagent's assistant message \(parent_tool_use_id toolu_task\)")
+    task = copy.deepcopy(raw)
+    task.insert(1, {"type": "system", "subtype": "task_started", "session_id": "s", "uuid": "u", "task_id": "t"})
+    _refused(task, r"message 1: a system message of subtype 'task_started'")
+
+
+def test_an_unknown_object_is_refused_naming_its_class_and_place() -> None:
+    sdk = pytest.importorskip("claude_agent_sdk")
+    objects = _objects(_recorded())
+    objects[1].content.append(sdk.ServerToolUseBlock(id="srv_1", name="web_search", input={}))
+    with pytest.raises(UnknownResult, match=r"message 1, content block 1: a server_tool_use block"):
+        trace_dict(objects, "c")
+    reset = sdk.ConversationResetMessage(new_conversation_id="n", uuid="u", session_id="s")
+    with pytest.raises(UnknownResult, match=r"message 7: a ConversationResetMessage"):
+        trace_dict([*objects[:1], *_objects(_recorded())[1:], reset], "c")
+
+
+def test_a_result_message_alone_is_refused_naming_what_to_return() -> None:
+    result = _recorded()[-1]
+    with pytest.raises(UnknownResult, match=r"no model call: return every message query\(\) yields"):
+        trace_dict([result], "c")
+    with pytest.raises(UnknownResult, match=r"no model call"):
+        trace_dict(_objects([result])[0], "c")
+
+
+@pytest.mark.e2e
+def test_the_desk_through_the_real_cli_passes_and_the_faulty_one_fails(case: Any, monkeypatch: Any) -> None:
+    """`kit run`'s invoke on the desk (tests/unit/_claude_agent_desk.py): the bundled Claude Code CLI against the
+    Anthropic double on 127.0.0.2, its MCP tools in process."""
+    pytest.importorskip("claude_agent_sdk")
+    from _claude_agent_desk import desk_model
+
+    from kit.doubles.anthropic_server import ScriptedAnthropicServer
+    from kit.runner import invoke
+    from kit.runner.agents import load_agent
+
+    with ScriptedAnthropicServer(desk_model, host="127.0.0.2") as srv:
+        monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
+        for bug in ("0", "1"):
+            os.environ["DESK_BUG"] = bug
+            run = invoke(load_agent("_claude_agent_desk:messages"), case, 0, timeout=120)
+            assert run.case_run.error is None, run.case_run.error
+            failed = {r.name for r in run.case_run.results if not r.passed}
+            assert failed == (BUG if bug == "1" else set()), failed
+    monkeypatch.delenv("DESK_BUG")
