@@ -6,7 +6,8 @@
 Formats: `openai` (chat-completions message lists), `anthropic` (Anthropic Messages: a message list with
 `tool_use` / `tool_result` blocks, a Message, or its stream events), `converse` (Bedrock Converse messages, as
 Strands Agents keeps them), `claude_agent` (the Claude Agent SDK's messages as the Claude Code CLI writes
-them), `otel` (OTLP JSON, or the spans the
+them), `agent_framework` (the Microsoft Agent Framework's AgentResponse `to_dict()`ed, or its messages),
+`otel` (OTLP JSON, or the spans the
 OpenTelemetry SDK's ConsoleSpanExporter prints, as a JSON list or one object after another; each span read by the GenAI
 semantic conventions or OpenInference, whichever it follows), `genai` / `openinference` (OTLP JSON read by
 that convention only), `tau2` (tau-bench 2 simulation results: one multi-turn trace per simulation and
@@ -30,12 +31,24 @@ from typing import Any
 
 from kit.errors import KitInputError
 
-FORMATS = ("openai", "anthropic", "converse", "claude_agent", "otel", "genai", "openinference", "trace", "tau2")
+FORMATS = (
+    "openai",
+    "anthropic",
+    "converse",
+    "claude_agent",
+    "agent_framework",
+    "otel",
+    "genai",
+    "openinference",
+    "trace",
+    "tau2",
+)
 LOGS_ALONE = "OTLP logs hold no spans: give the traces file with it (kit import TRACES LOGS)"
 
 
 def detect(data: Any) -> str | None:
     """The format of decoded JSON, or None when it is none of the known ones."""
+    from kit.importers.agent_framework import is_agent_framework
     from kit.importers.anthropic import is_anthropic
     from kit.importers.claude_agent import is_claude_agent
     from kit.importers.converse import is_converse
@@ -53,6 +66,8 @@ def detect(data: Any) -> str | None:
         return "tau2"
     if is_claude_agent(data):
         return "claude_agent"
+    if is_agent_framework(data):
+        return "agent_framework"
     if is_anthropic(data):  # before OpenAI's: its messages have roles too, and blocks OpenAI's reader refuses
         return "anthropic"
     if is_converse(data):
@@ -106,6 +121,10 @@ def convert(
         from kit.importers.claude_agent import from_claude_agent
 
         traces = from_claude_agent(data, case_id=cid, file=file)
+    elif fmt == "agent_framework":
+        from kit.importers.agent_framework import from_agent_framework
+
+        traces = from_agent_framework(data, case_id=cid, file=file)
     elif fmt == "tau2":
         from kit.importers.tau2 import from_tau2, is_tau2
 

@@ -193,8 +193,10 @@ def _result_extra(m: dict[str, Any]) -> dict[str, Any]:
         extra["usage"] = usage
     if isinstance(m.get("total_cost_usd"), int | float):
         extra["cost_usd"] = float(m["total_cost_usd"])
-    if m.get("is_error") or m.get("subtype") != "success":
-        extra["finish_reason"] = str(m.get("subtype") or "error")
+    if m.get("subtype") == "error_max_turns":
+        extra["finish_reason"] = "step_cap"
+    elif m.get("is_error") or m.get("subtype") != "success":
+        extra["finish_reason"] = "error"
     return extra
 
 

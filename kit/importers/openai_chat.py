@@ -184,6 +184,10 @@ def _expand(raw: list[Any], file: str | None) -> list[_Message]:
             raise KitInputError(
                 f"message {i}: content in `parts`, which an OpenAI chat message does not carry", file=file
             )
+        if "contents" in item and "content" not in item:  # the Agent Framework's messages: its own reader's
+            raise KitInputError(
+                f"message {i}: content in `contents`, which an OpenAI chat message does not carry", file=file
+            )
         try:
             msg = _Message.model_validate(item)
             strict_text(msg.content, f"message {i}", "an OpenAI chat message")

@@ -189,6 +189,8 @@ def chat_messages(items: Any) -> list[Msg]:
             continue
         if not set(m) & _MESSAGE_KEYS:  # a Responses-API item, a stream event: no message this reader knows
             raise UnknownBlock(f"message {i}: a {block_type(m)} item, which the importer does not read as a message")
+        if "contents" in m and "content" not in m and "parts" not in m:  # the Agent Framework's own messages
+            raise UnknownBlock(f"message {i}: content in `contents`, which the importer does not read")
         if isinstance(m.get("content"), dict):  # an event holding a message (ADK's), not a message's content
             keys = ", ".join(repr(k) for k in list(m["content"])[:4])
             raise UnknownBlock(f"message {i}: content that is an object ({keys}), which the importer does not read")

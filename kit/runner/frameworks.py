@@ -17,6 +17,8 @@ Recognised (`trace_dict(result, case_id)`):
 - Bedrock Converse messages (kit.importers.converse), as Strands' `agent.messages` holds them;
 - Google ADK's `Event`s and Gemini `Content`s (kit.importers.gemini), each event's author its agent;
 - the Claude Agent SDK's messages (kit.importers.claude_agent): what `query()` yields, or the CLI's JSON;
+- the Microsoft Agent Framework's `AgentResponse` or its `Message`s, objects or `to_dict()`ed
+  (kit.importers.agent_framework), each message's `author_name` its agent;
 - smolagents' memory steps (kit.runner.smolagents_steps), LlamaIndex's agent workflow events
   (kit.runner.llamaindex_events) and CrewAI's `CrewOutput` (kit.runner.crewai_output);
 - any of the dicts above with `mcp_servers` beside the messages: per MCP server, the tools the agent loaded
@@ -43,6 +45,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kit.errors import KitInputError
+from kit.importers.agent_framework import is_agent_framework_message
 from kit.importers.anthropic import is_anthropic_message, is_stream_event
 from kit.importers.claude_agent import is_claude_agent_message
 from kit.importers.common import OPENAI_OTHER_PARTS, UnknownBlock, block_type, content_text, maybe_json, strict_text
@@ -137,6 +140,8 @@ def _trace_dict(result: Any, case_id: str) -> dict[str, Any]:
         return _from_crew(result.model_dump(mode="json"), case_id)
     if origin == "llamaindex":  # one event (the run's AgentOutput): read as a list, which says what it lacks
         return _from_messages([result], {}, case_id, where="a LlamaIndex event")
+    if origin == "agent_framework" and callable(getattr(result, "to_dict", None)):
+        result = result.to_dict()  # an AgentResponse (or a Message): its dict, read below
     if origin == "claude_agent":  # one message alone (its ResultMessage): read as a list, which says what it lacks
         return _from_messages([result], {}, case_id, where="a Claude Agent SDK message")
     if origin == "anthropic":
@@ -179,6 +184,8 @@ def _origin(obj: Any) -> str | None:
             return "openai"
         if root == "claude_agent_sdk":
             return "claude_agent"
+        if root == "agent_framework" and hasattr(obj, "to_dict"):
+            return "agent_framework"
         if root == "anthropic" and (hasattr(obj, "model_dump") or hasattr(obj, "get_final_message")):
             return "anthropic"
     return None
@@ -249,6 +256,8 @@ def _from_messages(items: list[Any], extra: dict[str, Any], case_id: str, *, whe
         return _from_llamaindex(items, extra, case_id, where)
     if kinds == {"claude_agent"}:
         return _from_claude_agent(items, extra, case_id, where)
+    if kinds == {"agent_framework"}:
+        return _from_agent_framework(items, extra, case_id, where)
     if not items or kinds == {"openai"}:
         from kit.runner.framework_agents import by_message_name
 
@@ -295,6 +304,8 @@ def _item_kind(m: Any) -> str:
             return "llamaindex"
         if is_claude_agent_message(m):
             return "claude_agent"
+        if is_agent_framework_message(m):
+            return "agent_framework"
         if is_anthropic_message(m) or is_stream_event(m):
             return "anthropic"
         if is_converse_message(m):
@@ -385,6 +396,25 @@ def _from_claude_agent(items: list[Any], extra: dict[str, Any], case_id: str, wh
     cost = total.pop("cost_usd", None)
     trace = _converted({**_openai_extra(extra), **total, "messages": messages}, case_id, "claude_agent", errors=errors)
     return with_servers(with_cost(trace, cost), servers)
+
+
+def _from_agent_framework(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:
+    """The Agent Framework's messages (kit.importers.agent_framework), an AgentResponse's usage beside them."""
+    from kit.importers.agent_framework import to_openai, usage_of
+    from kit.runner.framework_agents import by_message_name
+
+    try:
+        messages, errors, authors = to_openai(items)
+    except UnknownBlock as e:
+        raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
+    said = [m for m in messages if m["role"] == "assistant"]
+    if said and isinstance(extra.get("finish_reason"), str):  # the last call's, as chat completions say it
+        said[-1]["finish_reason"] = extra["finish_reason"]
+    conv = {**_openai_extra({k: v for k, v in extra.items() if k != "finish_reason"}), "messages": messages}
+    if usage_of(extra.get("usage_details")):
+        conv["usage"] = usage_of(extra["usage_details"])
+    trace = _converted(conv, case_id, "agent_framework", errors=errors, what=where)
+    return by_message_name(trace, authors, one_is_named=True)
 
 
 def _from_crew(output: dict[str, Any], case_id: str) -> dict[str, Any]:

@@ -176,6 +176,7 @@ SHAPES: dict[str, tuple[Callable[[], Any], list[tuple[str, dict[str, Any]]], str
     "crew-output": (lambda: _recorded("crewai_desk"), ARGS, PLACE),
     "strands-messages": (lambda: _recorded("strands_desk"), ARGS, PLACE),
     "claude-agent-messages": (lambda: _recorded("claude_agent_desk"), ARGS, PLACE),
+    "agent-framework-response": (lambda: _recorded("agent_framework_desk"), ARGS, PLACE),
 }
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 
