@@ -129,7 +129,6 @@ def from_agent_framework(data: Any, *, case_id: str, file: str | None = None) ->
     """One trace (a contract dict, not yet validated) from an AgentResponse's `to_dict()` or its messages."""
     from kit.errors import KitInputError
     from kit.importers.openai_chat import from_converted
-    from kit.runner.framework_agents import by_message_name
 
     items = data["messages"] if isinstance(data, dict) else data
     try:
@@ -141,5 +140,14 @@ def from_agent_framework(data: Any, *, case_id: str, file: str | None = None) ->
         said[-1]["finish_reason"] = data["finish_reason"]  # the last call's, as chat completions say it
     extra = {"usage": usage_of(data.get("usage_details"))} if isinstance(data, dict) else {}
     extra = {k: v for k, v in extra.items() if v}
+    named = sorted({a for a in authors if a})
+    if len(named) > 1:  # who handed off to whom is the runner's to read (kit.runner.framework_agents)
+        raise KitInputError(
+            f"messages of several agents ({', '.join(named)}): kit import reads the response of one agent; "
+            "return the AgentResponse from the agent callable instead",
+            file=file,
+        )
     [trace] = from_converted(extra, messages, errors, case_id=case_id, file=file, source_format="agent_framework")
-    return [by_message_name(trace, authors, one_is_named=True)]
+    for span in trace["spans"] if named else []:
+        span["agent"] = named[0]  # a run of one agent its framework names carries the name
+    return [trace]

@@ -45,6 +45,7 @@ import orjson
 from kit.errors import KitInputError
 from kit.importers.agents import SpanAgents, handoff_marker, handoffs, named_graph, tree
 from kit.importers.anthropic import is_anthropic_message, to_openai
+from kit.importers.claude_code_otel import logged_answer, logged_tool_inputs, name_tools
 from kit.importers.common import (
     UnknownBlock,
     block_type,
@@ -73,9 +74,9 @@ _GENAI_CALL = (
     "gen_ai.response.model",
 )
 # Attribute names that look like content; an LLM span with one of these but no message read is a shape
-# the importer does not know, and must say so rather than import an empty run.
+# the importer does not know, and must say so rather than import an empty run. A name ending `_ms` is a time.
 _CONTENTISH = re.compile(r"(prompt|completion|messages|content|input\.value|output\.value)", re.I)
-_NOT_CONTENT = re.compile(r"(usage|token|mime_type|_tokens|cost|\.model|request\.(max|top|temperature))", re.I)
+_NOT_CONTENT = re.compile(r"(usage|token|mime_type|_tokens|cost|\.model|request\.(max|top|temperature)|_ms$)", re.I)
 
 
 @dataclass
@@ -676,6 +677,8 @@ def _tool_events(span: OtelSpan) -> tuple[Any, Any]:
             args = ev["content"]
         elif name == "gen_ai.choice" and "message" in ev:
             result = ev["message"]
+        elif name == "tool.output" and "output" in ev:  # the Claude Code CLI's (its arguments are logged apart)
+            result = ev["output"]
     return args, result
 
 
@@ -824,6 +827,7 @@ def build_trace(
     twins = _twins(kinds)
     twinned = {t.span_id for t in twins.values()}
     history = _History()
+    logged_args = logged_tool_inputs(spans)  # the Claude Code CLI logs its calls' arguments apart from its spans
     plan: list[tuple[str, Any]] = []  # ("llm", _Llm) | ("message", span) | ("call", _Call) | ("tool", ...)
     owners: list[OtelSpan] = []  # the span each plan item came from (its agent is the item's)
     last_llm: _Llm | None = None
@@ -859,6 +863,8 @@ def build_trace(
             last_llm = x
         elif k == "tool":
             t = _tool(s, conv or GENAI)
+            if t.raw_args is None and t.call_id in logged_args:
+                t.raw_args = logged_args[t.call_id]
             plan.append(("tool", (t, history.join(t))))
 
     if prev is not None:
@@ -885,6 +891,7 @@ def build_trace(
         if turn_at[-1] > 0:  # one turn is the whole trace: spans without turns
             out[-1]["turn"] = turn_at[n]
 
+    name_tools(out, spans)
     final_from_llm = None
     if last_llm is not None:
         texts = [m.text for m in last_llm.outputs if m.text]
@@ -1050,6 +1057,8 @@ def _agent_output(root: OtelSpan, convention: str | None) -> str | None:
         texts = [m.text for m in genai_messages(root.attrs.get("gen_ai.output.messages", "[]")) if m.text]
         if texts:
             return texts[-1]
+        if logged_answer(root) is not None:
+            return logged_answer(root)
         v = root.attrs.get("final_result")  # pydantic-ai's agent run
         return v if isinstance(v, str) or v is None else json.dumps(v, default=str)
     v = _json(root.attrs.get("output.value"))

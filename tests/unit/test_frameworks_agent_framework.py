@@ -123,3 +123,14 @@ def test_the_desk_through_the_real_client_passes_and_the_faulty_one_fails(case: 
                 failed = {r.name for r in run.case_run.results if not r.passed}
                 assert failed == (BUG if bug == "1" else set()), (entry, failed)
     monkeypatch.delenv("DESK_BUG")
+
+
+def test_kit_import_of_a_response_of_several_agents_is_refused_naming_them() -> None:
+    """Who handed off to whom is read from the returned response (the runner), never guessed by kit import."""
+    from kit.errors import KitInputError
+
+    data = _recorded()
+    data["messages"][2]["author_name"] = "refunds"
+    with pytest.raises(KitInputError, match=r"several agents \(refunds, support_desk\)"):
+        convert(data, case_id="c")
+    assert {s.agent for s in _trace(data).spans if s.kind == "tool"} == {"support_desk", "refunds"}

@@ -37,6 +37,13 @@ def _objects(raw: list[dict[str, Any]]) -> list[Any]:
     return [m for m in (parser.parse_message(copy.deepcopy(r)) for r in raw) if m is not None]
 
 
+def _exported(tail: str = "", *, logs: bool = True) -> Trace:
+    """The CLI's export of the run: its traces and, unless left out, its log events (one OTLP file of both)."""
+    data = json.loads((FIXTURES / f"otel-claude_agent{tail}.json").read_text())
+    [trace] = convert([d for d in data if logs or "resourceSpans" in d], case_id="refund")
+    return parse_trace(trace)
+
+
 def _trace(data: Any) -> Trace:
     return parse_trace({**trace_dict(data, "refund"), "case_id": "refund"})
 
@@ -47,15 +54,17 @@ def case() -> Any:
 
 
 @pytest.mark.parametrize("bug", [False, True])
-@pytest.mark.parametrize("shape", ["objects", "cli_json", "imported"])
+@pytest.mark.parametrize("shape", ["objects", "cli_json", "imported", "exported"])
 def test_the_desk_is_judged_alike_as_objects_as_the_clis_json_and_imported(shape: str, bug: bool, case: Any) -> None:
     raw = _recorded("-bug" if bug else "")
     if shape == "imported":
         [data] = convert(raw, case_id="refund")
         trace = parse_trace(data)
+    elif shape == "exported":
+        trace = _exported("-bug" if bug else "")
     else:
         trace = _trace(_objects(raw) if shape == "objects" else raw)
-    assert trace.source_format == "claude_agent"
+    assert trace.source_format == ("otel-genai" if shape == "exported" else "claude_agent")
     failed = {r.name for r in evaluate(trace, case).results if not r.passed}
     assert failed == (BUG if bug else set())
     calls = [(c.name, c.__dict__.get("server")) for c in trace.tool_calls]
@@ -73,6 +82,31 @@ def test_tokens_and_cost_are_the_results_total_on_the_first_call() -> None:
     assert (llm[0].tokens_in, llm[0].tokens_out) == (result["usage"]["input_tokens"], result["usage"]["output_tokens"])
     assert [s.tokens_in + s.tokens_out for s in llm[1:]] == [0, 0]
     assert llm[0].cost_usd == result["total_cost_usd"] > 0
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_the_export_holds_the_same_calls_steps_and_tokens_each_call_its_own(bug: bool) -> None:
+    """The CLI's spans count each call's tokens (the return value only the run's total) and hold the calls'
+    arguments in its log events, joined to them by call id."""
+    tail = "-bug" if bug else ""
+    returned, exported = _trace(_recorded(tail)), _exported(tail)
+
+    def calls(t: Trace) -> list[Any]:
+        return [(c.name, c.input, c.output, c.__dict__.get("server"), c.tool_call_id) for c in t.tool_calls]
+
+    assert calls(exported) == calls(returned)
+    steps = [[s for s in t.spans if s.kind == "llm"] for t in (returned, exported)]
+    assert len(steps[0]) == len(steps[1]) and all(s.tokens_in > 0 for s in steps[1])
+    assert [sum(s.tokens_in for s in x) for x in steps] == [steps[0][0].tokens_in] * 2
+    assert [sum(s.tokens_out for s in x) for x in steps] == [steps[0][0].tokens_out] * 2
+
+
+def test_the_export_without_its_log_events_keeps_the_calls_and_never_passes_an_arg_check(case: Any) -> None:
+    """Its spans alone carry no arguments: the calls and their order are judged, an argument check fails."""
+    trace = _exported(logs=False)
+    assert [(c.name, c.input) for c in trace.tool_calls] == [("lookup_order", {}), ("issue_refund", {})]
+    failed = {r.name for r in evaluate(trace, case).results if not r.passed}
+    assert failed == {"arg:issue_refund.amount", "contains"}
 
 
 def test_the_blocks_of_one_model_call_yielded_apart_are_one_step() -> None:
