@@ -117,15 +117,21 @@ def _protobuf(body: bytes) -> list[OtelSpan]:
         raise BadBatch(f"not an OTLP ExportTraceServiceRequest in protobuf: {e}") from None
     out: list[OtelSpan] = []
     append = out.append
+    span = OtelSpan
+    hexed: dict[bytes, str] = {}  # a trace's id comes on each of its spans: made text once per batch
     for rs in request.resource_spans:
         resource = _attrs(rs.resource.attributes)
         for ss in rs.scope_spans:
             for sp in ss.spans:
+                raw = sp.trace_id
+                tid = hexed.get(raw)
+                if tid is None:
+                    tid = hexed[raw] = raw.hex()
                 status = sp.status
                 events = sp.events
                 append(
-                    OtelSpan(
-                        sp.trace_id.hex(),
+                    span(
+                        tid,
                         sp.span_id.hex(),
                         sp.parent_span_id.hex() or None,
                         sp.name,
