@@ -35,8 +35,10 @@ def _trace(data: Any) -> Trace:
     return parse_trace({**trace_dict(data, "refund"), "case_id": "refund"})
 
 
-def _exported(tail: str = "") -> Trace:
-    [trace] = import_file(FIXTURES / f"otel-agent_framework{tail}.json")
+def _exported(tail: str = "", *, default: bool = False) -> Trace:
+    """Its export in the newest conventions (content on the spans), or its default ones (the GenAI baseline: the
+    messages as log events, in the same file)."""
+    [trace] = import_file(FIXTURES / f"otel-agent_framework{'_default' if default else ''}{tail}.json")
     return parse_trace(trace)
 
 
@@ -46,12 +48,12 @@ def case() -> Any:
 
 
 @pytest.mark.parametrize("bug", [False, True])
-@pytest.mark.parametrize("shape", ["to_dict", "messages", "objects", "imported", "exported"])
+@pytest.mark.parametrize("shape", ["to_dict", "messages", "objects", "imported", "exported", "exported_default"])
 def test_the_desk_is_judged_alike_returned_and_exported(shape: str, bug: bool, case: Any) -> None:
     tail = "-bug" if bug else ""
     data = _recorded(tail)
-    if shape == "exported":
-        trace = _exported(tail)
+    if shape.startswith("exported"):
+        trace = _exported(tail, default=shape == "exported_default")
     elif shape == "imported":  # `kit import` of the dumped AgentResponse (format agent_framework, detected)
         [imported] = convert(data, case_id="refund")
         trace = parse_trace(imported)
@@ -69,11 +71,12 @@ def test_the_desk_is_judged_alike_returned_and_exported(shape: str, bug: bool, c
     assert trace.final_output == "Refunded 42 on order ORD-7."
 
 
+@pytest.mark.parametrize("default", [False, True])
 @pytest.mark.parametrize("bug", [False, True])
-def test_the_return_value_and_the_export_hold_the_same_calls_steps_and_tokens(bug: bool) -> None:
+def test_the_return_value_and_the_export_hold_the_same_calls_steps_and_tokens(bug: bool, default: bool) -> None:
     """The export splits the tokens per call; the AgentResponse holds the run's total, put on its first call."""
     tail = "-bug" if bug else ""
-    returned, exported = _trace(_recorded(tail)), _exported(tail)
+    returned, exported = _trace(_recorded(tail)), _exported(tail, default=default)
     assert [(c.name, c.input, c.output) for c in returned.tool_calls] == [
         (c.name, c.input, c.output) for c in exported.tool_calls
     ]
