@@ -1,7 +1,8 @@
 """Claude Agent SDK messages -> Anthropic messages, read by the Anthropic reader (kit.importers.anthropic).
 
 Read as `query()` / `ClaudeSDKClient.receive_response()` yield them (the SDK's dataclasses, recognised by class
-name: nothing of the SDK is imported) and as the Claude Code CLI writes them (`--output-format stream-json`,
+name: nothing of the SDK is imported), `dataclasses.asdict()`ed (the class told by its fields; a server tool's
+call, then a tool call's twin, refused) and as the Claude Code CLI writes them (`--output-format stream-json`,
 what the TypeScript SDK yields): `{"type": "assistant" | "user", "message": {...}}`, `{"type": "system",
 "subtype"}`, `{"type": "result", ...}`.
 - The CLI yields each content block of one model call as an AssistantMessage of its own (one message id):
@@ -52,12 +53,38 @@ _BLOCKS = {
 }
 _NO_STEP = frozenset({"stream_event", "rate_limit_event"})  # partial events repeat the message; limits no step
 MCP_PREFIX = "mcp__"
+# The fields `dataclasses.asdict()` always writes for each message class, which tell the classes apart.
+_DUMPED_FIELDS = (
+    ("AssistantMessage", frozenset({"content", "model", "message_id", "parent_tool_use_id"})),
+    ("UserMessage", frozenset({"content", "tool_use_result", "parent_tool_use_id"})),
+    ("ResultMessage", frozenset({"subtype", "duration_ms", "is_error", "num_turns", "session_id"})),
+    ("SystemMessage", frozenset({"subtype", "data"})),
+    ("StreamEvent", frozenset({"event", "uuid", "session_id"})),
+    ("RateLimitEvent", frozenset({"rate_limit_info", "uuid", "session_id"})),
+    ("ConversationResetMessage", frozenset({"new_conversation_id", "uuid", "session_id"})),
+)
+# The server tools the SDK names (its ServerToolName): dumped without its type, such a call is a ToolUseBlock's twin.
+SERVER_TOOLS = frozenset({"advisor", "web_search", "web_fetch", "code_execution", "bash_code_execution"})
+SERVER_TOOLS |= frozenset({"text_editor_code_execution", "tool_search_tool_regex", "tool_search_tool_bm25"})
+
+
+def _dumped_class(m: dict[str, Any]) -> str | None:
+    """The SDK's class of a message `dataclasses.asdict()` dumped (no `type`: its fields say which), or None."""
+    if "type" in m:
+        return None
+    keys = set(m)
+    for name, fields in _DUMPED_FIELDS:
+        if fields <= keys:
+            return name
+    return None
 
 
 def is_claude_agent_message(m: Any) -> bool:
-    """One of the SDK's message objects, or one as the CLI writes it."""
+    """One of the SDK's message objects, one `dataclasses.asdict()`ed, or one as the CLI writes it."""
     if not isinstance(m, dict):
         return type(m).__module__.partition(".")[0] == "claude_agent_sdk"
+    if _dumped_class(m) is not None:
+        return True
     kind = m.get("type")
     if kind in ("assistant", "user"):
         return isinstance(m.get("message"), dict) and "role" not in m and "session_id" in m
@@ -75,19 +102,38 @@ def is_claude_agent(data: Any) -> bool:
 
 def _block(b: Any, where: str) -> dict[str, Any]:
     if isinstance(b, dict):
-        return b
+        return b if "type" in b else _dumped_block(b, where)
     kind = BLOCK_TYPES.get(type(b).__name__)
     if kind is None:
         raise UnknownBlock(f"{where}: a {type(b).__name__} block, which {READER} does not read")
     return {"type": kind, **vars(b)}
 
 
+def _dumped_block(b: dict[str, Any], where: str) -> dict[str, Any]:
+    """A block `dataclasses.asdict()` dumped, typed by its fields (any other is left for the refusal to name)."""
+    keys = set(b)
+    if keys == {"id", "name", "input"} and b.get("name") in SERVER_TOOLS:
+        raise UnknownBlock(
+            f"{where}: a block dumped without its type that calls {b['name']}, a server tool's name: a "
+            f"ServerToolUseBlock, which {READER} does not read, cannot be told from a ToolUseBlock"
+        )
+    for kind, fields in (
+        ("text", {"text"}),
+        ("thinking", {"thinking", "signature"}),
+        ("tool_use", {"id", "name", "input"}),
+        ("tool_result", {"tool_use_id", "content", "is_error"}),
+    ):
+        if keys == fields:
+            return {"type": kind, **b}
+    return b
+
+
 def _wire(m: Any, where: str) -> dict[str, Any]:
-    """A message as the CLI writes it: the SDK's object turned back into its JSON."""
-    if isinstance(m, dict):
+    """A message as the CLI writes it: the SDK's object (or its `dataclasses.asdict()`) turned back into it."""
+    if isinstance(m, dict) and _dumped_class(m) is None:
         return m
-    name = type(m).__name__
-    fields = dict(vars(m))
+    name = _dumped_class(m) if isinstance(m, dict) else type(m).__name__
+    fields = dict(m) if isinstance(m, dict) else dict(vars(m))
     if name == "AssistantMessage":
         blocks = [_block(b, f"{where}, content block {j}") for j, b in enumerate(fields.get("content") or [])]
         message = {"id": fields.get("message_id"), "role": "assistant", "model": fields.get("model")}

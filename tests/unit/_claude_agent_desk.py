@@ -2,7 +2,7 @@
 Messages endpoint DESK_MODEL_URL names (`desk_model` is its script), the desk's tools an in-process SDK MCP
 server (`create_sdk_mcp_server`, so the model sees them as `mcp__desk__lookup_order`). DESK_BUG=1 leaves
 `lookup_order` out of the server, so the desk refunds without a lookup. Entry points: messages (the objects
-`query()` yields), dumped (the same, each `dataclasses.asdict()`ed with its class name)"""
+`query()` yields), dumped (the same, each `dataclasses.asdict()`ed)"""
 
 from __future__ import annotations
 
@@ -102,5 +102,5 @@ def messages(text: str) -> Any:
 
 
 def dumped(text: str) -> Any:
-    """The same, as JSON: each message `dataclasses.asdict()`ed under its class name."""
-    return [{"type": type(m).__name__, **dataclasses.asdict(m)} for m in messages(text)]
+    """The same, as JSON: each message `dataclasses.asdict()`ed."""
+    return [dataclasses.asdict(m) for m in messages(text)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def case() -> Any:
 
 
 @pytest.mark.parametrize("bug", [False, True])
-@pytest.mark.parametrize("shape", ["objects", "cli_json", "imported", "exported"])
+@pytest.mark.parametrize("shape", ["objects", "asdict", "cli_json", "imported", "exported"])
 def test_the_desk_is_judged_alike_as_objects_as_the_clis_json_and_imported(shape: str, bug: bool, case: Any) -> None:
     raw = _recorded("-bug" if bug else "")
     if shape == "imported":
@@ -63,7 +64,8 @@ def test_the_desk_is_judged_alike_as_objects_as_the_clis_json_and_imported(shape
     elif shape == "exported":
         trace = _exported("-bug" if bug else "")
     else:
-        trace = _trace(_objects(raw) if shape == "objects" else raw)
+        objects = _objects(raw) if shape in ("objects", "asdict") else []
+        trace = _trace(objects if shape == "objects" else [asdict(m) for m in objects] if objects else raw)
     assert trace.source_format == ("otel-genai" if shape == "exported" else "claude_agent")
     failed = {r.name for r in evaluate(trace, case).results if not r.passed}
     assert failed == (BUG if bug else set())
@@ -173,6 +175,17 @@ def test_an_unknown_object_is_refused_naming_its_class_and_place() -> None:
     reset = sdk.ConversationResetMessage(new_conversation_id="n", uuid="u", session_id="s")
     with pytest.raises(UnknownResult, match=r"message 7: a ConversationResetMessage"):
         trace_dict([*objects[:1], *_objects(_recorded())[1:], reset], "c")
+
+
+def test_a_server_tools_call_dumped_without_its_type_is_refused_not_read_as_a_tool_call() -> None:
+    """`dataclasses.asdict()` drops the block's class: a ServerToolUseBlock is then a ToolUseBlock's twin."""
+    sdk = pytest.importorskip("claude_agent_sdk")
+    objects = _objects(_recorded())
+    objects[1].content.append(sdk.ServerToolUseBlock(id="srv_1", name="web_search", input={}))
+    with pytest.raises(
+        UnknownResult, match=r"message 1, content block 1: a block dumped without its type .*web_search"
+    ):
+        trace_dict([asdict(m) for m in objects], "c")
 
 
 def test_a_result_message_alone_is_refused_naming_what_to_return() -> None:
