@@ -40,6 +40,30 @@ def logged_tool_inputs(spans: list[OtelSpan]) -> dict[str, Any]:
     return out
 
 
+def failed_tools(spans: list[OtelSpan]) -> dict[str, str]:
+    """Each failed call's error, by id: the CLI marks the call's `claude_code.tool.execution` span (its status,
+    `success` false, `error`) and its `tool_result` log event (`success` "false"), never its tool span."""
+    out: dict[str, str] = {}
+    for s in spans:
+        if not _is_claude_code(s):
+            continue
+        call = s.attrs.get("gen_ai.tool.call.id")
+        if (
+            s.name == "claude_code.tool.execution"
+            and isinstance(call, str)
+            and (s.error or s.attrs.get("success") is False)
+        ):
+            out[call] = str(s.attrs.get("error") or s.error or "the tool failed")
+        for name, ev in s.events:
+            if (
+                name == "tool_result"
+                and str(ev.get("success")).lower() == "false"
+                and isinstance(ev.get("tool_use_id"), str)
+            ):
+                out.setdefault(ev["tool_use_id"], str(ev.get("error") or "the tool failed"))
+    return out
+
+
 def logged_answer(root: OtelSpan) -> str | None:
     """The run's last answer, from the `assistant_response` log events on its interaction span."""
     if not _is_claude_code(root):

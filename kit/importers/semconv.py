@@ -45,7 +45,7 @@ import orjson
 from kit.errors import KitInputError
 from kit.importers.agents import SpanAgents, handoff_marker, handoffs, named_graph, tree
 from kit.importers.anthropic import is_anthropic_message, to_openai
-from kit.importers.claude_code_otel import logged_answer, logged_tool_inputs, name_tools
+from kit.importers.claude_code_otel import failed_tools, logged_answer, logged_tool_inputs, name_tools
 from kit.importers.common import (
     UnknownBlock,
     block_type,
@@ -828,6 +828,7 @@ def build_trace(
     twinned = {t.span_id for t in twins.values()}
     history = _History()
     logged_args = logged_tool_inputs(spans)  # the Claude Code CLI logs its calls' arguments apart from its spans
+    failed = failed_tools(spans)  # and marks a failed call on a span of its own
     plan: list[tuple[str, Any]] = []  # ("llm", _Llm) | ("message", span) | ("call", _Call) | ("tool", ...)
     owners: list[OtelSpan] = []  # the span each plan item came from (its agent is the item's)
     last_llm: _Llm | None = None
@@ -865,6 +866,7 @@ def build_trace(
             t = _tool(s, conv or GENAI)
             if t.raw_args is None and t.call_id in logged_args:
                 t.raw_args = logged_args[t.call_id]
+            t.error = t.error or failed.get(str(t.call_id))
             plan.append(("tool", (t, history.join(t))))
 
     if prev is not None:

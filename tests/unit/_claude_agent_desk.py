@@ -1,8 +1,8 @@
 """The help desk on the Claude Agent SDK: `query()` runs the bundled Claude Code CLI, which calls the Anthropic
 Messages endpoint DESK_MODEL_URL names (`desk_model` is its script), the desk's tools an in-process SDK MCP
 server (`create_sdk_mcp_server`, so the model sees them as `mcp__desk__lookup_order`). DESK_BUG=1 leaves
-`lookup_order` out of the server, so the desk refunds without a lookup. Entry points: messages (the objects
-`query()` yields), dumped (the same, each `dataclasses.asdict()`ed)"""
+`lookup_order` out of the server, so the desk refunds without a lookup; DESK_TOOL_ERROR=1 makes the lookup
+raise. Entry points: messages (the objects `query()` yields), dumped (the same, each `dataclasses.asdict()`ed)"""
 
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ def _options(config_dir: str) -> Any:
 
     @tool("lookup_order", "Look up an order by its id: its status and total.", {"order_id": str})
     async def lookup_order(args: dict[str, Any]) -> dict[str, Any]:
+        if os.environ.get("DESK_TOOL_ERROR") == "1":
+            raise RuntimeError("database down")  # the SDK answers the model with an is_error result
         return {"content": [{"type": "text", "text": json.dumps(_lookup(args["order_id"]))}]}
 
     @tool("issue_refund", "Refund an amount on an order.", {"order_id": str, "amount": float})

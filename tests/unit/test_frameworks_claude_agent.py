@@ -216,3 +216,14 @@ def test_the_desk_through_the_real_cli_passes_and_the_faulty_one_fails(case: Any
             failed = {r.name for r in run.case_run.results if not r.passed}
             assert failed == (BUG if bug == "1" else set()), failed
     monkeypatch.delenv("DESK_BUG")
+
+
+def test_a_tool_that_raised_fails_no_tool_errors_alike_returned_and_exported(case: Any) -> None:
+    """The SDK answers the model with an is_error result; the CLI's export marks the call's execution span and its
+    tool_result event failed, never the tool span itself: both read as the call's error."""
+    raw = json.loads((FIXTURES / "claude_agent_tool_error_desk.json").read_text())
+    data = json.loads((FIXTURES / "otel-claude_agent_tool_error.json").read_text())
+    [exported] = convert(data, case_id="refund")
+    for trace in (_trace(raw), parse_trace(exported)):
+        assert [c.error for c in trace.tool_calls] == ["database down", None]
+        assert {r.name for r in evaluate(trace, case).results if not r.passed} == {"no_tool_errors"}
