@@ -1,6 +1,7 @@
-"""`kit serve` killed with SIGKILL mid-stream, then started again on its log and store: every batch it
-acknowledged is judged, none twice (a sender retrying a batch whose answer it lost included). The second life
-runs in this process (the same Receiver the command runs), so the test starts one interpreter, not two."""
+"""`kit serve` killed with SIGKILL, or stopped with SIGTERM, mid-stream, then started again on its log and store:
+every batch it acknowledged is judged, none twice (a sender retrying a batch whose answer it lost included). The
+second life runs in this process (the same Receiver the command runs), so each test starts one interpreter, not
+two."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from test_receiver import GOLDEN, _otlp_json, served, stored, wait_judged
 
 from kit.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e  # each starts `kit serve` in a subprocess
 
 
 def _start(tmp: Path) -> tuple[subprocess.Popen[str], int]:
@@ -31,8 +34,14 @@ def _start(tmp: Path) -> tuple[subprocess.Popen[str], int]:
     return proc, int(line.split("127.0.0.1:")[1].split("/")[0])
 
 
-def _post(port: int, trace_id: str) -> bool:
-    body = json.dumps(_otlp_json(trace_id, tool="lookup_order")).encode()
+def _post(port: int, trace_id: str, part: str = "whole") -> bool:
+    """One trace's batch (`part`: the whole trace, or its root or its tool span alone); whether it was
+    acknowledged."""
+    doc = _otlp_json(trace_id, tool="lookup_order")
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    if part != "whole":
+        spans[:] = [s for s in spans if ("parentSpanId" in s) == (part == "child")]
+    body = json.dumps(doc).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=body, method="POST")
     req.add_header("Content-Type", "application/json")
     try:
@@ -71,3 +80,40 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_acknowledged_and_judges_n
     assert sorted(t for t, _ in rows) == ids  # every one, once
     assert all(p for _, p in rows)  # a span sent twice is taken once (no_repeat would fail)
     assert checks[1] == len(ids) and checks[0] % len(ids) == 0  # each trace's checks once
+
+
+def test_sigterm_mid_stream_judges_what_is_complete_keeps_the_rest_and_a_restart_judges_it_once(tmp_path):
+    ids = [f"{n:032x}" for n in range(1, 201)]
+    rootless = f"{999:032x}"  # its tool span comes before the stop, its root only after the restart
+    proc, port = _start(tmp_path)
+    acked: list[str] = []
+    assert _post(port, rootless, part="child")
+    for n, tid in enumerate(ids):
+        if n == 20:
+            proc.send_signal(signal.SIGTERM)  # mid-stream: the last ones sent are acknowledged, not yet judged
+        if not _post(port, tid):
+            break  # refused (503) or closed: the receiver is stopping
+        acked.append(tid)
+    sent = ids[: len(acked) + 1]
+    assert proc.wait(timeout=10) == 0
+    out = proc.stdout.read()  # type: ignore[union-attr]
+    proc.stdout.close()  # type: ignore[union-attr]
+    proc.stderr.close()  # type: ignore[union-attr]
+    assert 20 <= len(acked) < len(ids)
+    # What was acknowledged and complete was judged before the exit; the rootless trace waits in the log.
+    assert set(stored(tmp_path)) == set(acked)
+    assert f"stopped: {len(acked)} traces judged (0 failed), 1 without their root kept in the log" in out
+
+    with served(tmp_path, wal="store.duckdb.serve-wal") as (receiver, front):
+        assert receiver.replayed == 1  # the rootless trace, from the log; nothing stored is judged again
+        for tid in [sent[-1], *acked[-3:]]:  # the sender retries what was refused, and a few answers it lost
+            assert _post(front.port, tid)
+        assert _post(front.port, rootless, part="root")
+        wait_judged(receiver, 2)  # the three sent again are late spans of stored traces, dropped
+    with open_store(tmp_path / "store.duckdb").connect() as con:
+        rows = con.execute("SELECT trace_id, passed, spans FROM production_traces").fetchall()
+        checks = con.execute("SELECT count(*), count(DISTINCT trace_id) FROM production_checks").fetchone()
+    assert sorted(t for t, _, _ in rows) == sorted([*sent, rootless])  # every one, once
+    assert all(p for _, p, _ in rows)  # the rootless trace whole: its tool span from the log, its root since
+    assert dict((t, n) for t, _, n in rows)[rootless] == 2
+    assert checks[1] == len(sent) + 1 and checks[0] % (len(sent) + 1) == 0  # each trace's checks once
