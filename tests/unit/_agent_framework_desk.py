@@ -1,7 +1,8 @@
 """The help desk on the Microsoft Agent Framework: an `Agent` named support_desk on its OpenAI chat-completions
 client (`OpenAIChatCompletionClient`), pointed at the OpenAI-compatible endpoint DESK_MODEL_URL names
-(`_triage_desk.desk_model` is its script). DESK_BUG=1 leaves `lookup_order` out of its tools. Its built-in
-OpenTelemetry instrumentation writes the spans (to the global tracer provider) when the recorder enables it.
+(`_triage_desk.desk_model` is its script). DESK_BUG=1 leaves `lookup_order` out of its tools; DESK_TOOL_ERROR=1
+makes it raise. Its built-in OpenTelemetry instrumentation writes the spans (to the global tracer provider) when
+the recorder enables it.
 Entry points: response (the AgentResponse `agent.run()` returns), dumped (its `to_dict()`)"""
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def _agent() -> Any:
     @tool
     def lookup_order(order_id: str) -> dict[str, Any]:
         """Look up an order by its id: its status and total."""
+        if os.environ.get("DESK_TOOL_ERROR") == "1":
+            raise RuntimeError("database down")  # the framework answers the model with the failure
         return _lookup(order_id)
 
     @tool

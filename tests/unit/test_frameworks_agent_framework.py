@@ -136,3 +136,13 @@ def test_kit_import_of_a_response_of_several_agents_is_refused_naming_them() -> 
     with pytest.raises(KitInputError, match=r"several agents \(refunds, support_desk\)"):
         convert(data, case_id="c")
     assert {s.agent for s in _trace(data).spans if s.kind == "tool"} == {"support_desk", "refunds"}
+
+
+def test_a_tool_that_raised_fails_no_tool_errors_alike_returned_and_exported(case: Any) -> None:
+    """The framework answers the model "Error: Function failed." and marks the result with its exception (to_dict()
+    redacts it to a marker); its export marks the execute_tool span failed: both read as the call's error."""
+    returned = _trace(json.loads((FIXTURES / "agent_framework_tool_error_desk.json").read_text()))
+    [exported] = import_file(FIXTURES / "otel-agent_framework_tool_error.json")
+    for trace in (returned, parse_trace(exported)):
+        assert [bool(c.error) for c in trace.tool_calls] == [True, False]
+        assert {r.name for r in evaluate(trace, case).results if not r.passed} == {"no_tool_errors"}
