@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,12 +53,21 @@ class Framework:
     extras: str = ""
     server: str = "openai"
     extra_exports: tuple[str, ...] = ()  # more exports judged by import+check only, shown apart
+    # The team's module imports this at its top, as a module does (the desks of tests/unit import their
+    # framework inside the call): smolagents loads the project's .env at import, the closed-port proxy of kit
+    # init's .env among it, so imported during a call it sends that call's model request to the closed port.
+    preload: str | None = None
     packages: tuple[str, ...] = field(default=())  # more than versions.json names (unpinned)
 
 
 FRAMEWORKS: dict[str, Framework] = {
     "smolagents": Framework(
-        "_smolagents_desk:full_steps", "_smolagents_desk:desk_model", "smolagents", "smolagents", extras="smolagents"
+        "_smolagents_desk:full_steps",
+        "_smolagents_desk:desk_model",
+        "smolagents",
+        "smolagents",
+        extras="smolagents",
+        preload="smolagents",
     ),
     "strands": Framework("_strands_desk:messages", "_triage_desk:desk_model", "strands", "strands"),
     # ADK's default export carries no arguments (content capture off): judged apart, its `arg` check failing.
@@ -99,7 +109,10 @@ def venv_for(name: str, fw: Framework, *, install: bool, log: Path) -> tuple[Pat
         return CHECKOUT_VENV, extra  # the Anthropic SDK lies where make puts it, beside the checkout's venv
     venv = VENVS / name
     args = _pip_args(fw)
-    stamp_text = hashlib.sha256(("\n".join(args) + (ROOT / "pyproject.toml").read_text()).encode()).hexdigest()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    # Made again when the pins or the kit's own requirements (its extra's among them) change.
+    needs = [*args, *project["dependencies"], *project["optional-dependencies"].get(fw.extras, [])]
+    stamp_text = hashlib.sha256("\n".join(needs).encode()).hexdigest()
     stamp = venv / ".kit-live-installed"
     if stamp.exists() and stamp.read_text() == stamp_text:
         return venv, {}
@@ -161,8 +174,16 @@ def _repo(where: Path, fw: Framework, venv: Path, env: dict[str, str], log: Path
         shutil.copy(UNIT / f"{name}.py", repo / f"{name}.py")
     shutil.copy(FIXTURES / "desk.yaml", repo / "evals" / "cases.yaml")
     (repo / ".venv").symlink_to(venv)
+    agent = fw.agent
+    if fw.preload:
+        func = fw.agent.split(":")[1]
+        (repo / "desk.py").write_text(
+            f'"""The team\'s agent: the desk, its framework imported at the top."""\n\n'
+            f"import {fw.preload}  # noqa: F401\n\nfrom {module} import {func}  # noqa: F401\n"
+        )
+        agent = f"desk:{func}"
     kit = str(venv / "bin" / "kit")
-    _sh([kit, "init", "--agent", fw.agent, "--cases", "evals/cases.yaml"], repo, env, log, timeout=120)
+    _sh([kit, "init", "--agent", agent, "--cases", "evals/cases.yaml"], repo, env, log, timeout=120)
     # What the npm install make evals runs would leave: the checkout's pinned Promptfoo, linked.
     (repo / "node_modules").mkdir()
     for entry in (ROOT / "node_modules").iterdir():
