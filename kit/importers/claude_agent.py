@@ -8,8 +8,9 @@ what the TypeScript SDK yields): `{"type": "assistant" | "user", "message": {...
 - The CLI yields each content block of one model call as an AssistantMessage of its own (one message id):
   they are one call. A UserMessage's `tool_result` blocks are the calls' results (`is_error` their error).
 - Tokens: an AssistantMessage carries the usage of its stream's start (its output tokens not yet counted), so
-  the run's ResultMessage total is read (put on the first model call, never counted twice), with its cost;
-  a run without its ResultMessage keeps each message's usage.
+  each turn's ResultMessage total is read (put on the turn's first model call, never counted twice), with the
+  turn's cost (its `total_cost_usd` less the session's before it); a turn without its ResultMessage keeps
+  each message's usage.
 - A tool of an MCP server is named `mcp__<server>__<tool>`: read as `<tool>` with its `server` (as the Agents
   SDK's MCP calls are), so `called: lookup_order` judges it. A bare name two servers (or a server and a
   built-in tool) share in the run keeps its full name on each, so two different tools are never one.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from kit.importers.anthropic import to_openai as anthropic_to_openai
+from kit.importers.anthropic import usage_of
 from kit.importers.common import UnknownBlock, block_type
 
 READER = "the Claude Agent SDK reader"
@@ -183,12 +185,13 @@ def _tool_names(messages: list[dict[str, Any]], servers: list[str]) -> dict[str,
 
 def to_openai(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str], dict[str, Any]]:
     """The SDK's messages as OpenAI chat messages; each failed call's error and each MCP call's server by call
-    id; the run's total usage, cost, model and final text from its ResultMessage (`extra`). UnknownBlock names
-    what it cannot read, and where."""
+    id; how the run ended and each turn's cost, by the ordinal of its first model call (`extra`: `finish_reason`,
+    `costs`). UnknownBlock names what it cannot read, and where."""
     anthropic: list[dict[str, Any]] = []
     servers: list[str] = []
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"costs": {}}
     last_id: Any = None
+    turn_start, spent = 0, 0.0  # where the turn a ResultMessage ends began; the session's cost before it
     for i, raw in enumerate(items):
         where = f"message {i}"
         m = _wire(raw, where)
@@ -206,8 +209,19 @@ def to_openai(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, str], d
                 raise UnknownBlock(f"{where}: a system message of subtype {subtype!r}, which {READER} does not read")
             servers += [s["name"] for s in m.get("mcp_servers") or [] if isinstance(s, dict) and "name" in s]
             continue
-        if kind == "result":
-            extra = _result_extra(m)
+        if kind == "result":  # the end of a turn (one query): its tokens, the session's cost so far
+            said = [n for n in range(turn_start, len(anthropic)) if anthropic[n]["role"] == "assistant"]
+            if said and usage_of(m.get("usage")):
+                for n in said:
+                    anthropic[n].pop("usage", None)  # a stream's start, not the call's tokens
+                anthropic[said[0]]["usage"] = m["usage"]  # the turn's total, on its first call
+            cost = m.get("total_cost_usd")
+            if said and isinstance(cost, int | float):
+                first = sum(1 for a in anthropic[: said[0]] if a["role"] == "assistant")
+                extra["costs"][first], spent = float(cost) - spent, float(cost)
+            extra.pop("finish_reason", None)
+            extra |= _finish(m)
+            turn_start, last_id = len(anthropic), None
             continue
         message = m.get("message")
         if kind not in ("assistant", "user") or not isinstance(message, dict):
@@ -222,28 +236,17 @@ def to_openai(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, str], d
         anthropic.append({**message, "role": kind, "content": list(message.get("content") or [])})
         if kind == "user" and isinstance(message.get("content"), str):
             anthropic[-1]["content"] = message["content"]
-    if extra.get("usage"):
-        for m in anthropic:
-            m.pop("usage", None)  # a stream's start, not the call's tokens: the run's total stands for them
     messages, errors = anthropic_to_openai(anthropic)
     return messages, errors, _tool_names(messages, servers), extra
 
 
-def _result_extra(m: dict[str, Any]) -> dict[str, Any]:
-    """What a ResultMessage tells of the run: its total usage and cost, and how it ended."""
-    from kit.importers.anthropic import usage_of
-
-    extra: dict[str, Any] = {}
-    usage = usage_of(m.get("usage"))
-    if usage:
-        extra["usage"] = usage
-    if isinstance(m.get("total_cost_usd"), int | float):
-        extra["cost_usd"] = float(m["total_cost_usd"])
+def _finish(m: dict[str, Any]) -> dict[str, Any]:
+    """How a ResultMessage says its turn ended, when not as it should (the reader decides that from the answer)."""
     if m.get("subtype") == "error_max_turns":
-        extra["finish_reason"] = "step_cap"
-    elif m.get("is_error") or m.get("subtype") != "success":
-        extra["finish_reason"] = "error"
-    return extra
+        return {"finish_reason": "step_cap"}
+    if m.get("is_error") or m.get("subtype") != "success":
+        return {"finish_reason": "error"}
+    return {}
 
 
 def from_claude_agent(data: Any, *, case_id: str, file: str | None = None) -> list[dict[str, Any]]:
@@ -257,15 +260,17 @@ def from_claude_agent(data: Any, *, case_id: str, file: str | None = None) -> li
         messages, errors, servers, extra = to_openai(items)
     except UnknownBlock as e:
         raise KitInputError(str(e), file=file) from None
-    cost = extra.pop("cost_usd", None)
+    costs = extra.pop("costs")
     [trace] = from_converted(extra, messages, errors, case_id=case_id, file=file, source_format="claude_agent")
-    with_cost(trace, cost)
+    with_cost(trace, costs)
     return [with_servers(trace, servers)]
 
 
-def with_cost(trace: dict[str, Any], cost: float | None) -> dict[str, Any]:
-    """The run's total cost on its first model call (as its total usage is), never counted twice."""
-    first = next((s for s in trace.get("spans", []) if s.get("kind") == "llm"), None)
-    if cost is not None and first is not None:
-        first["cost_usd"] = cost
+def with_cost(trace: dict[str, Any], costs: dict[int, float]) -> dict[str, Any]:
+    """Each turn's cost on its first model call (as its tokens are), never counted twice: `costs` by the ordinal
+    of that call among the run's model calls (one llm span each)."""
+    calls = [s for s in trace.get("spans", []) if s.get("kind") == "llm"]
+    for n, cost in costs.items():
+        if n < len(calls):
+            calls[n]["cost_usd"] = cost
     return trace

@@ -393,9 +393,9 @@ def _from_claude_agent(items: list[Any], extra: dict[str, Any], case_id: str, wh
         raise UnknownResult(f"returned {where} that cannot be read: {e}") from None
     if not any(m.get("role") == "assistant" for m in messages):
         raise UnknownResult(f"returned {where} holding no model call: return every message query() yields")
-    cost = total.pop("cost_usd", None)
+    costs = total.pop("costs")
     trace = _converted({**_openai_extra(extra), **total, "messages": messages}, case_id, "claude_agent", errors=errors)
-    return with_servers(with_cost(trace, cost), servers)
+    return with_servers(with_cost(trace, costs), servers)
 
 
 def _from_agent_framework(items: list[Any], extra: dict[str, Any], case_id: str, where: str) -> dict[str, Any]:

@@ -227,3 +227,17 @@ def test_a_tool_that_raised_fails_no_tool_errors_alike_returned_and_exported(cas
     for trace in (_trace(raw), parse_trace(exported)):
         assert [c.error for c in trace.tool_calls] == ["database down", None]
         assert {r.name for r in evaluate(trace, case).results if not r.passed} == {"no_tool_errors"}
+
+
+def test_each_turns_tokens_and_cost_go_on_its_first_call() -> None:
+    """ClaudeSDKClient's session of two queries: each ResultMessage counts its own turn's tokens, and its
+    total_cost_usd is the session's so far (as recorded by hand with the real SDK: 0.005584, then 0.00784)."""
+    raw = _recorded()
+    first_result = copy.deepcopy(raw[-1])
+    answer = copy.deepcopy(raw[-2])
+    answer["message"]["id"] = "msg_turn_2"
+    second = {**copy.deepcopy(first_result), "num_turns": 1, "total_cost_usd": first_result["total_cost_usd"] + 0.002}
+    second["usage"] = {**second["usage"], "input_tokens": 469, "output_tokens": 19}
+    llm = [s for s in _trace([*raw, answer, second]).spans if s.kind == "llm"]
+    assert [(s.tokens_in, s.tokens_out) for s in llm] == [(1007, 79), (0, 0), (0, 0), (469, 19)]
+    assert [round(s.cost_usd, 6) for s in llm] == [first_result["total_cost_usd"], 0, 0, 0.002]
