@@ -31,7 +31,8 @@ def is_agent_framework_message(m: Any) -> bool:
     """One of the framework's `Message`s, as its object or `to_dict()`ed."""
     if not isinstance(m, dict):
         return type(m).__module__.partition(".")[0] == "agent_framework" and callable(getattr(m, "to_dict", None))
-    return m.get("type") == "message" and isinstance(m.get("contents"), list) and "content" not in m
+    kind = m.get("type") in ("message", "agent_response_update")  # an update is refused by the reader, by name
+    return kind and isinstance(m.get("contents"), list) and "content" not in m
 
 
 def _plain(m: Any) -> dict[str, Any]:
@@ -72,6 +73,11 @@ def to_openai(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, str], l
         m = _plain(raw)
         where = f"message {i}"
         role = m.get("role")
+        if m.get("type") == "agent_response_update":  # a streamed run's pieces: the framework joins them
+            raise UnknownBlock(
+                f"{where}: an agent_response_update, which {READER} does not read: return the run's AgentResponse "
+                "(`AgentResponse.from_updates(updates)`)"
+            )
         if m.get("type") != "message" or role not in _ROLES or not isinstance(m.get("contents"), list):
             raise UnknownBlock(f"{where}: a {m.get('type')!r} item of role {role!r}, which {READER} does not read")
         texts: list[str] = []

@@ -146,3 +146,9 @@ def test_a_tool_that_raised_fails_no_tool_errors_alike_returned_and_exported(cas
     for trace in (returned, parse_trace(exported)):
         assert [bool(c.error) for c in trace.tool_calls] == [True, False]
         assert {r.name for r in evaluate(trace, case).results if not r.passed} == {"no_tool_errors"}
+
+
+def test_a_streamed_runs_updates_are_refused_naming_what_to_return() -> None:
+    update = {"type": "agent_response_update", "contents": [{"type": "text", "text": "Refunded"}], "role": "assistant"}
+    with pytest.raises(UnknownResult, match=r"message 0: an agent_response_update.*AgentResponse.from_updates"):
+        trace_dict([update], "c")
