@@ -229,7 +229,8 @@ def to_openai(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, str], d
         for j, b in enumerate(message.get("content") if isinstance(message.get("content"), list) else []):
             if not isinstance(b, dict) or b.get("type") not in _BLOCKS[kind]:
                 raise UnknownBlock(f"{where}, content block {j}: a {block_type(b)} block, which {READER} does not read")
-        if kind == "assistant" and anthropic and anthropic[-1]["role"] == "assistant" and message.get("id") == last_id:
+        same_call = message.get("id") is not None and message.get("id") == last_id
+        if kind == "assistant" and anthropic and anthropic[-1]["role"] == "assistant" and same_call:
             anthropic[-1]["content"] = [*anthropic[-1]["content"], *(message.get("content") or [])]
             continue  # another block of the same model call
         last_id = message.get("id") if kind == "assistant" else None
