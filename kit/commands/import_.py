@@ -191,7 +191,8 @@ def _no_content(trace: dict) -> bool:
 # "called without <key>" on such a run is understood.
 CAPTURE_OFF = (
     "; an `arg` check on those calls fails 'called without <key>'. Capture content where the agent runs: "
-    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (Google ADK, the OTel GenAI instrumentations)"
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (Google ADK, the OTel GenAI instrumentations); "
+    "OTEL_LOG_TOOL_DETAILS=1 and its logs file given with the traces (Claude Code, the Claude Agent SDK)"
 )
 
 
