@@ -174,7 +174,7 @@ def _origin(obj: Any) -> str | None:
             return "strands"
         if cls.__module__.startswith(("google.adk", "google.genai")) and hasattr(obj, "model_dump"):
             return "gemini"
-        if root == "llama_index" and hasattr(obj, "model_dump"):
+        if root in ("llama_index", "workflows") and hasattr(obj, "model_dump"):  # StopEvent: llama-index-workflows'
             return "llamaindex"
         if root == "crewai" and hasattr(obj, "tasks_output"):
             return "crewai"
