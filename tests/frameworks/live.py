@@ -225,7 +225,7 @@ def _import_check(repo: Path, env: dict[str, str], log: Path, export: Path) -> t
         [kit, "check", "--cases", "evals/cases.yaml", "--json", str(trace)], repo, env, log, timeout=120, ok=(0, 1)
     )
     [result] = json.loads(checked.stdout)["results"]
-    warning = " ".join(line for line in imported.stderr.splitlines() if "warning" in line.lower())
+    warning = " ".join(line for line in imported.stderr.splitlines() if "warning:" in line or "note:" in line)
     return {c["check"]: (c["outcome"], c["reason"] or "") for c in result["checks"]}, warning
 
 
