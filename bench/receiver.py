@@ -327,12 +327,16 @@ def main() -> int:
               f"resident {s['rss_mb']:6.0f} MB")  # fmt: skip
     print(f"  batches refused with 429 and retried: {serve[-1]['refused']:.0f}")
     figures = {
+        "run": f"bench/receiver.py --traces {total} --marks {args.marks} --import-traces {args.import_traces}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
         "check": check,
         "import_check": imported,
         "serve": serve,
         "check_rate": check_rate,
         "import_check_rate": import_rate,
         "serve_rate": serve_rate,
+        "serve_over_check": serve_rate / check_rate,
+        "serve_over_import_check": serve_rate / import_rate,
     }
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2) + "\n")
