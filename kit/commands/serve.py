@@ -1,13 +1,15 @@
 """`kit serve`: production traces judged as they arrive (OTLP/HTTP on /v1/traces, protobuf and JSON).
 
     kit serve [--port 4318] [--invariants FILE] [--invariant NAME ...] [--checks FILE] [--settle 2s]
-              [--store FILE] [--wal DIR] [--name NAME]
+              [--rubrics FILE [--judge-sample RATE]] [--store FILE] [--wal DIR] [--name NAME]
 
 Every trace is held to every invariant of the suite's invariants file (or the ones named) and the case-free
 checks of `--checks`; verdicts go to the store as source `production` (tables `production_traces`,
-`production_checks`). A batch is acknowledged once it is in the write-ahead log (`--wal`, default beside the
-store); a restart judges what the last run acknowledged and had not stored. SIGTERM or Ctrl-C: new batches
-are refused (503, Retry-After), complete traces are judged and stored, and the command exits 0.
+`production_checks`). `--rubrics`: soft rubrics judge a sample of the complete traces (by trace id) with the
+configured judge, on a thread of their own, stored as checks `rubric:<name>`. A batch is acknowledged once it
+is in the write-ahead log (`--wal`, default beside the store); a restart judges what the last run acknowledged
+and had not stored. SIGTERM or Ctrl-C: new batches are refused (503, Retry-After), complete traces are judged
+and stored, and the command exits 0.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from typing import TYPE_CHECKING
 from kit.errors import KitInputError
 
 if TYPE_CHECKING:
+    from kit.receiver.soft import SoftJudge
+    from kit.settings import Settings
     from kit.store import Store
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
@@ -51,6 +55,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "root never came this long after its first span, as incomplete (default 5m)")  # fmt: skip
     parser.add_argument("--max-spans", type=int, default=50_000, metavar="N", help="spans held in memory before "
                         "batches are refused with 429 and Retry-After (default 50000)")  # fmt: skip
+    parser.add_argument("--rubrics", metavar="FILE", help="soft rubrics (as golden/rubrics.yaml) to judge a sample "
+                        "of the complete traces by, with the configured judge, off the ingest path")  # fmt: skip
+    parser.add_argument("--judge-sample", type=float, metavar="RATE", help="the share of complete traces the "
+                        "rubrics judge, by trace id (0 < RATE <= 1; default 1 with --rubrics)")  # fmt: skip
     parser.add_argument("--store", metavar="FILE", help="store file (default: the settings'); one per receiver")
     parser.add_argument("--wal", metavar="DIR", help="write-ahead log folder (default: <store>.serve-wal)")
     parser.add_argument("--name", help="this receiver's name in the store (default: host:port)")
@@ -79,7 +87,36 @@ def main(args: argparse.Namespace) -> int:
     checks = Path(args.checks) if args.checks else None
     if checks is not None and not checks.is_file():
         raise KitInputError("no such checks file", file=str(checks))
-    return serve(args, invariants, checks, open_store(settings.store))
+    return serve(args, invariants, checks, open_store(settings.store), _soft(args, settings))
+
+
+def _soft(args: argparse.Namespace, settings: Settings) -> SoftJudge | None:
+    """The soft rubrics' judge: the plan's (`Plan.judge`, [tool.kit.judge] or KIT_JUDGE_*), asked over an
+    OpenAI-compatible endpoint; no judge configured: every sampled trace's rubrics are `skipped`, saying so."""
+    from kit.judge import NO_JUDGE_REASON, OPENAI_COMPATIBLE
+    from kit.judge.rubrics import load_rubrics
+    from kit.plan import make_plan
+    from kit.receiver.soft import SoftJudge
+
+    if args.rubrics is None:
+        if args.judge_sample is not None:
+            raise KitInputError("--judge-sample samples traces for the soft rubrics: give --rubrics FILE")
+        return None
+    rate = 1.0 if args.judge_sample is None else args.judge_sample
+    if not 0 < rate <= 1:
+        raise KitInputError(f"--judge-sample is a share of the traces, 0 < RATE <= 1, got {rate}")
+    if not Path(args.rubrics).is_file():
+        raise KitInputError("no such rubrics file", file=args.rubrics)
+    rubrics = load_rubrics(args.rubrics).rubrics
+    if not rubrics:
+        raise KitInputError("no rubric in the file", file=args.rubrics)
+    judge = make_plan(settings, defer_agent=True).judge
+    if judge is not None and (judge.provider != OPENAI_COMPATIBLE or judge.base_url is None):
+        raise KitInputError(
+            f"kit serve asks its judge over an OpenAI-compatible endpoint; the judge is provider {judge.provider!r} "
+            "(set KIT_JUDGE_BASE_URL, and KIT_JUDGE_PROVIDER=openai-compatible)"
+        )
+    return SoftJudge(rubrics, judge, rate, NO_JUDGE_REASON)
 
 
 # Judging makes many short-lived objects and hardly a reference cycle: reference counting frees them. The cyclic
@@ -125,7 +162,9 @@ def merge(store: Store, shards: list[Path]) -> int:
     return 0
 
 
-def serve(args: argparse.Namespace, invariants: Path | None, checks: Path | None, store: Store) -> int:
+def serve(
+    args: argparse.Namespace, invariants: Path | None, checks: Path | None, store: Store, soft: SoftJudge | None = None
+) -> int:
     from kit.receiver.http import Front
     from kit.receiver.judging import production_case
     from kit.receiver.service import Options, Receiver
@@ -141,8 +180,12 @@ def serve(args: argparse.Namespace, invariants: Path | None, checks: Path | None
     )
     for line in production.left_out:
         print(f"kit serve: not run on production traces: {line}", file=sys.stderr)
+    if soft is not None:
+        names = ", ".join(r.name for r in soft.rubrics)
+        who = f"judge {soft.judge.model} at {soft.judge.base_url}" if soft.judge else f"skipped: {soft.why}"
+        print(f"kit serve: soft rubrics {names} on {soft.rate:.0%} of complete traces; {who}", file=sys.stderr)
     _quiet_collector()
-    receiver = Receiver(production, store, options)
+    receiver = Receiver(production, store, options, soft)
     receiver.start()
     try:
         front = Front(receiver, args.host, args.port)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.case import Case, CheckSpec, parse_check, read_invariants, unique_labels
 from kit.errors import KitInputError
 from kit.importers.otlp import OtelSpan
+
+if TYPE_CHECKING:
+    from kit.trace import Trace
 
 CASE_ID = "production"
 NEEDS_END_STATE = frozenset({"end_state"})
@@ -88,10 +91,11 @@ def _checks_file(path: Path) -> list[CheckSpec]:
 
 @dataclass(slots=True)
 class Verdict:
-    """One trace's rows for the store (`kit.store.production`)."""
+    """One trace's rows for the store (`kit.store.production`), and the trace judged (None: unreadable)."""
 
     trace: dict[str, Any]
     checks: list[dict[str, Any]]
+    judged: Trace | None = None
 
 
 def judge(trace_id: str, spans: list[OtelSpan], production: Production, *, receiver: str, complete: bool) -> Verdict:
@@ -139,7 +143,7 @@ def judge(trace_id: str, spans: list[OtelSpan], production: Production, *, recei
         }
         for r, spec in zip(run.results, production.case.checks, strict=True)
     ]
-    return Verdict(row, checks)
+    return Verdict(row, checks, trace)
 
 
 def _service(spans: list[OtelSpan]) -> str | None:

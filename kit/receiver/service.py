@@ -25,6 +25,7 @@ from kit.receiver import wal as wal_mod
 from kit.receiver.assemble import Assembler, Ready
 from kit.receiver.decode import JSON, PROTOBUF, BadBatch, decompressed, media_type, spans_of
 from kit.receiver.judging import Production, Verdict, judge
+from kit.receiver.soft import SoftJudge
 
 Response = tuple[int, dict[str, str], bytes]
 
@@ -53,13 +54,16 @@ class Counters:
     judged: int = 0
     failed: int = 0
     duplicates: int = 0  # verdicts the store already had (a trace judged before a crash)
+    soft: int = 0  # soft rubrics' rows stored (pass, fail, error or skipped)
     store_errors: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Receiver:
-    def __init__(self, production: Production, store: Any, options: Options) -> None:
+    def __init__(self, production: Production, store: Any, options: Options, soft: SoftJudge | None = None) -> None:
         self.production = production
+        self.soft = soft  # soft rubrics on a sample, judged on a thread of their own
+        self._soft_rows: list[dict[str, Any]] = []
         self.store = store
         self.options = options
         self.assembler = Assembler(options.settle, options.max_wait, options.max_spans)
@@ -74,6 +78,8 @@ class Receiver:
 
     # -- start and stop ----------------------------------------------------------------------------
     def start(self) -> None:
+        if self.soft is not None:
+            self.soft.start()
         self._replay()
         self._thread = threading.Thread(target=self._judge_loop, name="kit-serve-judge", daemon=True)
         self._thread.start()
@@ -120,6 +126,8 @@ class Receiver:
         self._stopped.set()
         if self._thread is not None:
             self._thread.join(timeout=max(deadline - time.monotonic(), 1.0))
+        if self.soft is not None:  # the sample's judge calls finish, or their rubrics are stored as skipped
+            self.soft.stop(timeout=max(deadline - time.monotonic(), 1.0))
         self._flush()
         self.wal.close()
 
@@ -172,10 +180,18 @@ class Receiver:
             try:
                 got = self.assembler.ready(limit=self.options.batch)
                 for r in got:
-                    self._unstored.append((r, self._judge(r)))
+                    v = self._judge(r)
+                    self._unstored.append((r, v))
+                    if self.soft is not None and r.complete and v.judged is not None:
+                        self.soft.offer(r.trace_id, v.judged)
+                    v.judged = None  # not held while it waits for the store
                     if not self._first_unstored:
                         self._first_unstored = time.monotonic()
-                due = self._unstored and (
+                if self.soft is not None:
+                    self._soft_rows += self.soft.take()
+                    if self._soft_rows and not self._first_unstored:
+                        self._first_unstored = time.monotonic()
+                due = (self._unstored or self._soft_rows) and (
                     len(self._unstored) >= self.options.batch
                     or time.monotonic() - self._first_unstored >= self.options.flush_s
                     or self._closing.is_set()
@@ -209,18 +225,23 @@ class Receiver:
         from kit.store import production as prod
 
         batch, self._unstored = self._unstored, []
+        if self.soft is not None:
+            self._soft_rows += self.soft.take()
+        soft, self._soft_rows = self._soft_rows, []
         self._first_unstored = 0.0
-        if not batch:
+        if not batch and not soft:
             return
         try:
             # Without merging other writers' spools: that is a third of an open's CPU, paid per batch here, and
             # the next reader or writer of runs merges them.
             with self.store.connect(merge=False) as con:
                 written = prod.write(con, [v.trace for _, v in batch], [c for _, v in batch for c in v.checks])
+                self.counters.soft += prod.write_soft(con, soft)  # after the traces they belong to
         except Exception as e:  # the store busy or full: kept, and tried again (the log still holds them)
             self.counters.store_errors += 1
             print(f"kit serve: cannot write verdicts to the store, retrying: {e}", file=sys.stderr)
             self._unstored = batch + self._unstored
+            self._soft_rows = soft + self._soft_rows
             self._first_unstored = time.monotonic()
             return
         released: dict[int, set[str]] = {}
@@ -251,6 +272,7 @@ class Receiver:
             "held_spans": self.assembler.held,
             "replayed": self.replayed,
             "store_errors": c.store_errors,
+            "soft": c.soft,
             "wal_segments": self.wal.held_segments(),
         }
 

@@ -1,8 +1,9 @@
 """`kit report`'s production section: traces judged by `kit serve` (source `production`), as text.
 
 Per invariant (a case-free check outside any invariant stands for itself), its pass rate in each time bucket
-of the traces' start; then the newest failing traces, each down to the checks that failed and why. What
-comes from a trace (a service, agent or model name, a reason) is shown through `kit.names.printable`.
+of the traces' start; the soft rubrics judged on a sample, apart, their outcomes counted (a rubric `skipped`
+without a judge is never a pass); then the newest failing traces, each down to the checks that failed and
+why. What comes from a trace (a service, agent or model name, a reason) is shown through `kit.names.printable`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ def render(con: Any, *, bucket: str = "hour", buckets: int = 6, failing: int = 1
             for t in times:
                 r = cell.get((n, t))
                 line += f"  {'-':>11}" if r is None else f"  {r['pass_rate']:>5.0%} ({r['traces']:>3})".rjust(13)
+            out.append(line)
+    soft = prod.soft_rates(con)
+    if soft:
+        width = max(len("rubric"), *(len(_t(r["check"])) for r in soft))
+        out += ["", "soft rubrics (kit serve --rubrics, a sample of the traces; apart from the invariants above)"]
+        for r in soft:
+            line = f"  {_t(r['check']):<{width}}  {r['passed']} pass, {r['failed']} fail, {r['errors']} error"
+            if r["skipped"]:
+                line += f", {r['skipped']} skipped ({_t(str(r['skipped_reason'])[:reason_width])})"
             out.append(line)
     bad = prod.failing(con, failing)
     if bad:

@@ -88,6 +88,45 @@ def write(con: duckdb.DuckDBPyConnection, traces: list[dict[str, Any]], checks: 
     return seen
 
 
+def write_soft(con: duckdb.DuckDBPyConnection, checks: list[dict[str, Any]]) -> int:
+    """Soft rubrics' rows (check `rubric:<name>`) of traces already in the store, each (trace, check) once; one
+    transaction. Returns the rows written."""
+    if not checks:
+        return 0
+    con.execute("BEGIN TRANSACTION")
+    try:
+        ids = sorted({c["trace_id"] for c in checks})
+        known = {
+            r[0]
+            for r in con.execute(
+                "SELECT trace_id FROM production_traces WHERE trace_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+            ).fetchall()
+        }
+        there = {
+            (t, c)
+            for t, c in con.execute(
+                """SELECT trace_id, "check" FROM production_checks
+                   WHERE trace_id IN (SELECT unnest(?::VARCHAR[])) AND "check" LIKE 'rubric:%'""",
+                [ids],
+            ).fetchall()
+        }
+        new = []
+        for c in checks:
+            key = (c["trace_id"], c["check"])
+            if c["trace_id"] in known and key not in there:
+                there.add(key)
+                new.append(c)
+        if new:
+            cols = [[c.get(name) for c in new] for name in CHECK_COLUMNS]
+            names = ", ".join(_q(c) for c in CHECK_COLUMNS)
+            con.execute(f"INSERT INTO production_checks ({names}) {_select(CHECK_COLUMNS)}", cols)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return len(new)
+
+
 def _cell(column: str, value: Any) -> Any:
     if column == "trace" and value is not None and not isinstance(value, str):
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
@@ -135,6 +174,7 @@ def pass_rates(con: duckdb.DuckDBPyConnection, bucket: str = "hour") -> list[dic
                    count(DISTINCT c.trace_id) FILTER (WHERE c.outcome = 'fail') AS failed,
                    count(DISTINCT c.trace_id) FILTER (WHERE c.outcome = 'error') AS errors
             FROM production_checks c JOIN production_traces t USING (trace_id)
+            WHERE c."check" NOT LIKE 'rubric:%'
             GROUP BY ALL ORDER BY bucket_start, invariant"""
     ).fetchall()
     out = []
@@ -161,10 +201,23 @@ def failing(con: duckdb.DuckDBPyConnection, limit: int = 50) -> list[dict[str, A
            FROM (SELECT * FROM production_traces WHERE NOT passed ORDER BY started_at DESC NULLS LAST, trace_id
                  LIMIT ?) t
            LEFT JOIN production_checks c ON c.trace_id = t.trace_id AND c.outcome <> 'pass'
+                AND c."check" NOT LIKE 'rubric:%'
            GROUP BY ALL ORDER BY t.started_at DESC NULLS LAST, t.trace_id""",
         [limit],
     ).fetchall()
     keys = ("trace_id", "service", "agent", "model", "started_at", "outcome", "error", "checks")
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def soft_rates(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Per soft rubric (`kit serve --rubrics`, a sample of the traces): its outcomes counted."""
+    rows = con.execute(
+        """SELECT "check", count(*) FILTER (WHERE outcome = 'pass'), count(*) FILTER (WHERE outcome = 'fail'),
+                  count(*) FILTER (WHERE outcome = 'error'), count(*) FILTER (WHERE outcome = 'skipped'),
+                  any_value(reason) FILTER (WHERE outcome = 'skipped')
+           FROM production_checks WHERE "check" LIKE 'rubric:%' GROUP BY ALL ORDER BY 1"""
+    ).fetchall()
+    keys = ("check", "passed", "failed", "errors", "skipped", "skipped_reason")
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 

@@ -22,6 +22,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from kit.receiver.http import Front
 from kit.receiver.judging import production_case
 from kit.receiver.service import Options, Receiver
+from kit.receiver.soft import SoftJudge
 from kit.store import open_store
 from kit.store import production as prod
 
@@ -29,10 +30,12 @@ GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "invariants.yaml"
 
 
 @contextmanager
-def served(folder: Path, wal: str = "wal", **options: object) -> Iterator[tuple[Receiver, Front]]:
+def served(
+    folder: Path, wal: str = "wal", soft: SoftJudge | None = None, **options: object
+) -> Iterator[tuple[Receiver, Front]]:
     store = open_store(folder / "store.duckdb")
     opts = Options(wal=folder / wal, settle=0.05, flush_s=0.05, **options)  # type: ignore[arg-type]
-    receiver = Receiver(production_case(GOLDEN), store, opts)
+    receiver = Receiver(production_case(GOLDEN), store, opts, soft)
     receiver.start()
     front = Front(receiver, "127.0.0.1", 0).start()
     try:
