@@ -1,7 +1,9 @@
 """A fresh OTLP JSON export of one desk run, with the instrumentation its recording used
 (tests/fixtures/frameworks/record.py's function of that name), against the model double already listening at
-DESK_MODEL_URL (tests/frameworks/live.py's, which counts the calls): `python export.py NAME OUT.json`, DESK_BUG
-as for the desk. Run in the framework's own venv."""
+DESK_MODEL_URL (tests/frameworks/live.py's, which counts the calls): `python export.py NAME OUT.json [MODULE]`,
+DESK_BUG as for the desk. Run in the framework's own venv, in the team's repository. MODULE (a framework that
+loads the project's .env when imported) is imported first, and the kit's closed-port proxy it brought taken
+away again, as the kit does before each agent call."""
 
 from __future__ import annotations
 
@@ -27,7 +29,12 @@ class _Listening:
         return None
 
 
-def main(name: str, out: Path) -> None:
+def main(name: str, out: Path, preload: str | None = None) -> None:
+    if preload:
+        from kit.offline import agent_environment
+
+        __import__(preload)
+        agent_environment()
     sys.path.insert(0, str(FIXTURES))
     import record
     from opentelemetry import trace
@@ -52,4 +59,4 @@ def main(name: str, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    main(sys.argv[1], Path(sys.argv[2]), *sys.argv[3:4])

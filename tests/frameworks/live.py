@@ -39,6 +39,7 @@ CHECKOUT_VENV = ROOT / ".venv"
 FRONT_ENDS = ("kit run", "deepeval", "promptfoo", "import+check")
 STORE_SOURCES = {"kit": "kit run", "deepeval": "deepeval", "promptfoo": "promptfoo"}
 MUST_FAIL = ("guarded:", "order:")  # the faulty desk's failure names one of these
+ERRORED = "(the run's error)"  # a case whose run errored: its checks are not judged
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,8 @@ class Framework:
     server: str = "openai"
     extra_exports: tuple[str, ...] = ()  # more exports judged by import+check only, shown apart
     # The team's module imports this at its top, as a module does (the desks of tests/unit import their
-    # framework inside the call): smolagents loads the project's .env at import, the closed-port proxy of kit
-    # init's .env among it, so imported during a call it sends that call's model request to the closed port.
+    # framework inside the call): smolagents and CrewAI load the project's .env at import, the closed-port proxy
+    # of kit init's .env among it, so imported during a call they send that call's model requests to it.
     preload: str | None = None
     packages: tuple[str, ...] = field(default=())  # more than versions.json names (unpinned)
 
@@ -73,7 +74,7 @@ FRAMEWORKS: dict[str, Framework] = {
     # ADK's default export carries no arguments (content capture off): judged apart, its `arg` check failing.
     "adk": Framework("_adk_desk:events", "_triage_desk:desk_model", "adk", "adk_content", extra_exports=("adk",)),
     "llamaindex": Framework("_llamaindex_desk:events", "_triage_desk:desk_model", "llamaindex", "llamaindex"),
-    "crewai": Framework("_crewai_desk:crew_output", "_triage_desk:desk_model", "crewai", "crewai"),
+    "crewai": Framework("_crewai_desk:crew_output", "_triage_desk:desk_model", "crewai", "crewai", preload="crewai"),
     "anthropic": Framework(
         "_anthropic_desk:messages", "test_frameworks_anthropic:desk_model", None, "anthropic", server="anthropic"
     ),
@@ -213,7 +214,7 @@ def _store_verdicts(repo: Path, env: dict[str, str], log: Path) -> dict[str, dic
             continue
         verdicts.setdefault(STORE_SOURCES.get(source, source), {})[check] = (outcome, reason or "")
     for source, error in errors:
-        verdicts.setdefault(STORE_SOURCES.get(source, source), {})["(case error)"] = ("error", error)
+        verdicts.setdefault(STORE_SOURCES.get(source, source), {})[ERRORED] = ("error", error)
     return verdicts
 
 
@@ -261,7 +262,8 @@ def run_desk(name: str, fw: Framework, venv: Path, extra_env: dict[str, str], bu
             before, started = len(double.requests), time.monotonic()
             export = where / f"otel-{export_name}.json"
             script = str(ROOT / "tests" / "frameworks" / "export.py")
-            _sh([str(bin_ / "python"), script, export_name, str(export)], repo, env, log, timeout=600)
+            preload = [fw.preload] if fw.preload else []
+            _sh([str(bin_ / "python"), script, export_name, str(export), *preload], repo, env, log, timeout=600)
             out.verdicts[front], warning = _import_check(repo, env, log, export)
             out.seconds[front], out.calls[front] = time.monotonic() - started, len(double.requests) - before
             if warning:
@@ -273,25 +275,23 @@ def run_desk(name: str, fw: Framework, venv: Path, extra_env: dict[str, str], bu
 
 
 def judge(name: str, bug: bool, run: DeskRun) -> list[str]:
-    """What is wrong with one desk's run: a front end that disagrees, a clean desk failing, a faulty desk
-    passing."""
-    problems = []
-    fronts = [f for f in FRONT_ENDS if f in run.verdicts] + [f for f in run.verdicts if f not in FRONT_ENDS]
-    missing = [f for f in FRONT_ENDS if f not in run.verdicts]
-    if missing:
-        problems.append(f"{name} {'faulty' if bug else 'clean'}: no verdicts from {', '.join(missing)}")
-    main = [f for f in fronts if f in FRONT_ENDS]
-    checks = sorted({c for f in main for c in run.verdicts[f]})
-    for check in checks:
-        seen = {f: run.verdicts[f].get(check, ("missing", ""))[0] for f in main}
+    """What is wrong with one desk's run: a front end with no verdict or whose run errored (said once, with
+    the error), a check the others disagree on, a clean desk failing, a faulty desk passing."""
+    desk = f"{name} {'faulty' if bug else 'clean'}"
+    problems = [f"{desk}: no verdicts from {front}" for front in FRONT_ENDS if front not in run.verdicts]
+    errored = {f: v[ERRORED][1] for f, v in run.verdicts.items() if f in FRONT_ENDS and ERRORED in v}
+    problems += [f"{desk}: {front}: the run errored: {reason[:300]}" for front, reason in errored.items()]
+    judged = [f for f in FRONT_ENDS if f in run.verdicts and f not in errored]
+    for check in sorted({c for f in judged for c in run.verdicts[f]}):
+        seen = {f: run.verdicts[f].get(check, ("missing", ""))[0] for f in judged}
         if len(set(seen.values())) > 1:
-            problems.append(f"{name} {'faulty' if bug else 'clean'}: {check} disagrees: {seen}")
-    for front in main:
+            problems.append(f"{desk}: {check} disagrees: {seen}")
+    for front in judged:
         failed = [c for c, (outcome, _) in run.verdicts[front].items() if outcome != "pass"]
         if not bug and failed:
-            problems.append(f"{name} clean: {front} fails {failed}")
+            problems.append(f"{desk}: {front} fails {failed}")
         if bug and not any(c.startswith(MUST_FAIL) for c in failed):
-            problems.append(f"{name} faulty: {front} fails neither guarded nor order ({failed or 'nothing'})")
+            problems.append(f"{desk}: {front} fails neither guarded nor order ({failed or 'nothing'})")
     return problems
 
 
