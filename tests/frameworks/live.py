@@ -53,7 +53,7 @@ class Framework:
     export: str  # record.py's function for the export
     extras: str = ""
     server: str = "openai"
-    extra_exports: tuple[str, ...] = ()  # more exports judged by import+check only, shown apart
+    extra_exports: tuple[tuple[str, str], ...] = ()  # (record.py function, label): exports judged apart
     # The team's module imports this at its top, as a module does (the desks of tests/unit import their
     # framework inside the call): smolagents and CrewAI load the project's .env at import, the closed-port proxy
     # of kit init's .env among it, so imported during a call they send that call's model requests to it.
@@ -72,7 +72,9 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "strands": Framework("_strands_desk:messages", "_triage_desk:desk_model", "strands", "strands"),
     # ADK's default export carries no arguments (content capture off): judged apart, its `arg` check failing.
-    "adk": Framework("_adk_desk:events", "_triage_desk:desk_model", "adk", "adk_content", extra_exports=("adk",)),
+    "adk": Framework(
+        "_adk_desk:events", "_triage_desk:desk_model", "adk", "adk_content", extra_exports=(("adk", "capture off"),)
+    ),
     "llamaindex": Framework("_llamaindex_desk:events", "_triage_desk:desk_model", "llamaindex", "llamaindex"),
     "crewai": Framework("_crewai_desk:crew_output", "_triage_desk:desk_model", "crewai", "crewai", preload="crewai"),
     "anthropic": Framework(
@@ -257,8 +259,8 @@ def run_desk(name: str, fw: Framework, venv: Path, extra_env: dict[str, str], bu
             _sh(cmd, repo, env, log, timeout=900, ok=(0, 1, 100))
             out.seconds[front], out.calls[front] = time.monotonic() - started, len(double.requests) - before
         out.verdicts.update(_store_verdicts(repo, env, log))
-        for export_name in (fw.export, *fw.extra_exports):
-            front = "import+check" if export_name == fw.export else f"import+check ({export_name})"
+        for export_name, label in ((fw.export, ""), *fw.extra_exports):
+            front = f"import+check ({label})" if label else "import+check"
             before, started = len(double.requests), time.monotonic()
             export = where / f"otel-{export_name}.json"
             script = str(ROOT / "tests" / "frameworks" / "export.py")
