@@ -322,7 +322,7 @@ def print_tables(results: dict[str, dict[bool, DeskRun]], walls: dict[str, float
     print("\n== per front end: failing checks (clean desk; faulty desk), model calls, seconds")
     rows = []
     for name, runs in results.items():
-        for front in fronts_all:
+        for front in [f for f in fronts_all if any(f in run.verdicts for run in runs.values())]:
             cells = []
             for bug in (False, True):
                 run = runs.get(bug)
