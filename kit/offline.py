@@ -90,10 +90,11 @@ def agent_environment(env: MutableMapping[str, str] | None = None) -> dict[str, 
     the offline guard is for the tools (Promptfoo's beacon), never for the agent, whose model may be any host.
 
     Where the kit set the dead proxy it saved the user's values (USER_ENV): those come back exactly, an unset
-    one unset. Where the project's `.env` set it (Promptfoo and DeepEval read it; neither overrides a variable
-    already set), a proxy variable holding the dead proxy is removed, and with it the kit's NO_PROXY list.
+    one unset (a proxy variable blank). Where the project's `.env` set it (Promptfoo and DeepEval read it; neither
+    overrides a variable already set), a proxy variable holding the dead proxy is blanked, and the kit's NO_PROXY
+    list removed.
     Keys, CA bundles and every other variable are the user's already: the kit never changes them. Returns
-    what it changed (name -> the value now, None: removed); writes nothing when nothing is to change, so
+    what it changed (name -> the value now, None: removed, "": blanked); writes nothing when nothing is to change, so
     calling it before every agent call costs a few lookups. Every place an agent runs calls it
     (`kit.runner.invoke.call` and `call_async`, which the runner's hosts, DeepEval and Promptfoo's provider
     all go through)."""
@@ -120,6 +121,11 @@ def agent_environment(env: MutableMapping[str, str] | None = None) -> dict[str, 
             wanted.update({n: None for n in ("NO_PROXY", "no_proxy") if env.get(n) == DEAD_PROXY[n]})
     changed: dict[str, str | None] = {}
     for name, value in wanted.items():
+        if value is None and name in PROXY_VARS:
+            # Blank, not removed: a framework that loads the project's `.env` when imported (smolagents, CrewAI:
+            # python-dotenv, which never overrides a variable already set) would bring the dead proxy back
+            # mid-call. An empty proxy variable is no proxy to urllib, httpx, requests and aiohttp.
+            value = ""
         if env.get(name) == value:
             continue
         if value is None:

@@ -23,13 +23,14 @@ def test_agent_environment_restores_the_users_values_or_drops_the_kits_dead_prox
     # The kit's launcher saved the user's own values: they come back, an unset one unset.
     env = {**DEAD_PROXY, USER_ENV: json.dumps({"HTTPS_PROXY": "http://corp:3128", "NO_PROXY": ".corp"})}
     changed = agent_environment(env)
-    assert env == {"HTTPS_PROXY": "http://corp:3128", "NO_PROXY": ".corp", USER_ENV: env[USER_ENV]}
-    assert changed["HTTP_PROXY"] is None and changed["HTTPS_PROXY"] == "http://corp:3128"
+    blank = {"HTTP_PROXY": "", "http_proxy": "", "https_proxy": ""}  # unset by the user: blank (see below)
+    assert env == {"HTTPS_PROXY": "http://corp:3128", "NO_PROXY": ".corp", **blank, USER_ENV: env[USER_ENV]}
+    assert changed["HTTP_PROXY"] == "" and changed["HTTPS_PROXY"] == "http://corp:3128"
     assert agent_environment(env) == {}  # nothing left to change: nothing written
     # The project's .env set it (no saved values): the dead proxy and the kit's NO_PROXY go; the rest stays.
     env = {k: v for k, v in dotenv_values().items()} | {"OPENAI_API_KEY": "sk-x", "SSL_CERT_FILE": "/ca.pem"}
     agent_environment(env)
-    assert not {"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"} & set(env)
+    assert env["HTTPS_PROXY"] == env["HTTP_PROXY"] == "" and "NO_PROXY" not in env
     assert env["OPENAI_API_KEY"] == "sk-x" and env["SSL_CERT_FILE"] == "/ca.pem"
     # A user's own proxy beside the .env's dead one is kept, and so is NO_PROXY with it.
     env = {
@@ -38,4 +39,24 @@ def test_agent_environment_restores_the_users_values_or_drops_the_kits_dead_prox
         "NO_PROXY": "127.0.0.1,localhost,::1",
     }
     agent_environment(env)
-    assert env == {"HTTPS_PROXY": "http://corp:3128"}
+    assert env == {"HTTPS_PROXY": "http://corp:3128", "HTTP_PROXY": ""}
+
+
+def test_a_framework_loading_the_projects_env_at_import_gets_no_proxy_back(tmp_path, monkeypatch) -> None:
+    """smolagents and CrewAI call python-dotenv's load_dotenv() when imported: inside the agent's call, after the
+    kit gave the agent its environment. The dead proxy the project's `.env` holds must not come back."""
+    import os
+    from urllib.request import getproxies
+
+    from dotenv import load_dotenv
+
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # load_dotenv sets the .env's other variables too
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("".join(f"{k}={v}\n" for k, v in dotenv_values().items()))
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NO_PROXY", "no_proxy"):
+        os.environ.pop(name, None)
+    load_dotenv(dotenv)  # the tool (DeepEval, Promptfoo's provider) read the project's .env
+    assert getproxies()["https"] == DEAD_PROXY["HTTPS_PROXY"]
+    agent_environment()
+    load_dotenv(dotenv)  # the framework, imported inside the call, reads it again
+    assert "http" not in getproxies() and "https" not in getproxies()
