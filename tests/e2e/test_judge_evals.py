@@ -33,6 +33,9 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parents[2]
 # A few golden cases for the failing judges (whose red team is cut short too: _judged_repo).
 SMALL = ROOT / "golden" / "cases" / "orders.yaml"
+# The good judge's cases: one golden file whose cases every rubric applies to, the refund rubric to those with a
+# reference only (the whole golden set asked the judge five times as often for the same three rubrics).
+JUDGED = ROOT / "golden" / "cases" / "refunds.yaml"
 
 
 def _evals(
@@ -107,10 +110,11 @@ def _judged_repo(tmp: Path, plugins: int | None = None) -> Path:
 
 # Two streams of `make evals` runs at the same time, each in its own copy (each red team of the reference
 # agent writes the same generated file in its checkout, so one checkout runs one at a time): the good judge
-# on the golden set and every red-team plugin; each failing judge on a few cases and two plugins.
+# on golden cases and every red-team plugin; each failing judge on a few cases and two plugins.
 @shared_run("judge")
 def good(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
-    proc, store = _evals(tmp, "good", _judged_repo(tmp))  # the golden set: every case, every plugin
+    repo = _judged_repo(tmp)  # every plugin
+    proc, store = _evals(tmp, "good", repo, repo / JUDGED.relative_to(ROOT))
     return proc, store, tmp
 
 
@@ -125,7 +129,7 @@ def failing_judges(tmp: Path) -> dict[str, tuple[subprocess.CompletedProcess[str
     return runs
 
 
-def test_a_judge_that_scores_well_passes_on_the_golden_set(good):
+def test_a_judge_that_scores_well_passes_on_golden_cases(good):
     proc, store, tmp = good
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "make evals: PASSED" in proc.stdout
@@ -157,7 +161,8 @@ def test_the_refund_rubric_judges_only_cases_with_a_reference(good):
     )
     from kit.case import load_suite
 
-    with_reference = {c.id for c in load_suite(ROOT / "golden").cases if c.reference and "refund" in c.tags}
+    with_reference = {c.id for c in load_suite(JUDGED).cases if c.reference and "refund" in c.tags}
+    assert with_reference != {c.id for c in load_suite(JUDGED).cases}  # some without one, left unjudged
     assert {r["case_id"] for r in judged} == with_reference and with_reference
 
 
