@@ -92,7 +92,7 @@ def agent_environment(env: MutableMapping[str, str] | None = None) -> dict[str, 
     Where the kit set the dead proxy it saved the user's values (USER_ENV): those come back exactly, an unset
     one unset (a proxy variable blank). Where the project's `.env` set it (Promptfoo and DeepEval read it; neither
     overrides a variable already set), a proxy variable holding the dead proxy is blanked, and the kit's NO_PROXY
-    list removed.
+    list removed. A proxy variable unset is set blank.
     Keys, CA bundles and every other variable are the user's already: the kit never changes them. Returns
     what it changed (name -> the value now, None: removed, "": blanked); writes nothing when nothing is to change, so
     calling it before every agent call costs a few lookups. Every place an agent runs calls it
@@ -119,6 +119,9 @@ def agent_environment(env: MutableMapping[str, str] | None = None) -> dict[str, 
         wanted.update(dict.fromkeys(dead))
         if dead:
             wanted.update({n: None for n in ("NO_PROXY", "no_proxy") if env.get(n) == DEAD_PROXY[n]})
+    # An unset proxy variable is set blank too: a run that never read `.env` (`kit run`, DeepEval's session)
+    # has none, and the framework's load_dotenv would set the dead proxy the project's `.env` holds.
+    wanted.update({name: None for name in PROXY_VARS if name not in env and name not in wanted})
     changed: dict[str, str | None] = {}
     for name, value in wanted.items():
         if value is None and name in PROXY_VARS:

@@ -39,7 +39,7 @@ def test_agent_environment_restores_the_users_values_or_drops_the_kits_dead_prox
         "NO_PROXY": "127.0.0.1,localhost,::1",
     }
     agent_environment(env)
-    assert env == {"HTTPS_PROXY": "http://corp:3128", "HTTP_PROXY": ""}
+    assert env == {"HTTPS_PROXY": "http://corp:3128", "HTTP_PROXY": "", "https_proxy": "", "http_proxy": ""}
 
 
 def test_a_framework_loading_the_projects_env_at_import_gets_no_proxy_back(tmp_path, monkeypatch) -> None:
@@ -59,4 +59,10 @@ def test_a_framework_loading_the_projects_env_at_import_gets_no_proxy_back(tmp_p
     assert getproxies()["https"] == DEAD_PROXY["HTTPS_PROXY"]
     agent_environment()
     load_dotenv(dotenv)  # the framework, imported inside the call, reads it again
+    assert "http" not in getproxies() and "https" not in getproxies()
+    # A run that never read the .env (`kit run`, DeepEval's session): the framework's read is the first.
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NO_PROXY", "no_proxy"):
+        os.environ.pop(name, None)
+    agent_environment()
+    load_dotenv(dotenv)
     assert "http" not in getproxies() and "https" not in getproxies()
