@@ -54,7 +54,9 @@ def main(name: str, out: Path, preload: str | None = None) -> None:
     getattr(record, name)(provider)
     provider.force_flush()
     spans = list(memory.get_finished_spans())
-    out.write_text(json.dumps(record.otlp_json(spans), indent=1) + "\n")
+    # A framework whose export is not the SDK's spans (the Claude Code CLI's traces and logs) left it in EXPORTED.
+    export = record.EXPORTED.popitem()[1] if record.EXPORTED else record.otlp_json(spans)
+    out.write_text(json.dumps(export, indent=1) + "\n")
     print(f"{name}: {len(spans)} spans to {out}")
 
 

@@ -82,6 +82,11 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "agents_triage": Framework("_triage_desk:agents_triage", "_triage_desk:desk_model", None, "agents_triage"),
     "langgraph_triage": Framework("_triage_desk:langgraph_triage", "_triage_desk:desk_model", None, "langgraph_triage"),
+    "agent_framework": Framework("_agent_framework_desk:response", "_triage_desk:desk_model", None, "agent_framework"),
+    # The Claude Code CLI's own export: its traces and log events, given together (record.py keeps them).
+    "claude_agent": Framework(
+        "_claude_agent_desk:messages", "_claude_agent_desk:desk_model", None, "claude_agent", server="anthropic"
+    ),
 }
 
 
