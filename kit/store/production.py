@@ -76,11 +76,7 @@ def write(con: duckdb.DuckDBPyConnection, traces: list[dict[str, Any]], checks: 
             cols = [[_cell(c, t.get(c)) for t in new] for c in TRACE_COLUMNS]
             names = ", ".join(_q(c) for c in TRACE_COLUMNS)
             con.execute(f"INSERT INTO production_traces ({names}) {_select(TRACE_COLUMNS)}", cols)
-            mine = [c for c in checks if c["trace_id"] in seen]
-            if mine:
-                cols = [[c.get(name) for c in mine] for name in CHECK_COLUMNS]
-                names = ", ".join(_q(c) for c in CHECK_COLUMNS)
-                con.execute(f"INSERT INTO production_checks ({names}) {_select(CHECK_COLUMNS)}", cols)
+            _insert_checks(con, [c for c in checks if c["trace_id"] in seen])
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
@@ -116,15 +112,20 @@ def write_soft(con: duckdb.DuckDBPyConnection, checks: list[dict[str, Any]]) -> 
             if c["trace_id"] in known and key not in there:
                 there.add(key)
                 new.append(c)
-        if new:
-            cols = [[c.get(name) for c in new] for name in CHECK_COLUMNS]
-            names = ", ".join(_q(c) for c in CHECK_COLUMNS)
-            con.execute(f"INSERT INTO production_checks ({names}) {_select(CHECK_COLUMNS)}", cols)
+        _insert_checks(con, new)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
     return len(new)
+
+
+def _insert_checks(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    """production_checks rows, column by column (inside the caller's transaction)."""
+    if rows:
+        cols = [[r.get(name) for r in rows] for name in CHECK_COLUMNS]
+        names = ", ".join(_q(c) for c in CHECK_COLUMNS)
+        con.execute(f"INSERT INTO production_checks ({names}) {_select(CHECK_COLUMNS)}", cols)
 
 
 def _cell(column: str, value: Any) -> Any:
