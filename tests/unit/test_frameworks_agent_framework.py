@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -110,21 +109,15 @@ def test_a_content_the_reader_does_not_know_is_refused_by_name_and_place() -> No
 def test_the_desk_through_the_real_client_passes_and_the_faulty_one_fails(case: Any, monkeypatch: Any) -> None:
     """`kit run`'s invoke on the desk (tests/unit/_agent_framework_desk.py) against the OpenAI double."""
     pytest.importorskip("agent_framework_openai")
+    from _desk_live import failed_checks
     from _triage_desk import desk_model
 
     from kit.doubles.openai_server import ScriptedOpenAIServer
-    from kit.runner import invoke
-    from kit.runner.agents import load_agent
 
-    with ScriptedOpenAIServer(desk_model, host="127.0.0.2") as srv:
-        monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
-        for bug in ("0", "1"):
-            os.environ["DESK_BUG"] = bug
-            run = invoke(load_agent("_agent_framework_desk:response"), case, 0, timeout=60)
-            assert run.case_run.error is None, run.case_run.error
-            failed = {r.name for r in run.case_run.results if not r.passed}
-            assert failed == (BUG if bug == "1" else set()), failed
-    monkeypatch.delenv("DESK_BUG")
+    failed = failed_checks(
+        monkeypatch, ScriptedOpenAIServer, desk_model, "_agent_framework_desk:response", case, timeout=60
+    )
+    assert failed == {False: set(), True: BUG}, failed
 
 
 def test_kit_import_of_a_response_of_several_agents_is_refused_naming_them() -> None:

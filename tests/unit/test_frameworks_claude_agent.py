@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -202,20 +201,14 @@ def test_the_desk_through_the_real_cli_passes_and_the_faulty_one_fails(case: Any
     Anthropic double on 127.0.0.2, its MCP tools in process."""
     pytest.importorskip("claude_agent_sdk")
     from _claude_agent_desk import desk_model
+    from _desk_live import failed_checks
 
     from kit.doubles.anthropic_server import ScriptedAnthropicServer
-    from kit.runner import invoke
-    from kit.runner.agents import load_agent
 
-    with ScriptedAnthropicServer(desk_model, host="127.0.0.2") as srv:
-        monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
-        for bug in ("0", "1"):
-            os.environ["DESK_BUG"] = bug
-            run = invoke(load_agent("_claude_agent_desk:messages"), case, 0, timeout=120)
-            assert run.case_run.error is None, run.case_run.error
-            failed = {r.name for r in run.case_run.results if not r.passed}
-            assert failed == (BUG if bug == "1" else set()), failed
-    monkeypatch.delenv("DESK_BUG")
+    failed = failed_checks(
+        monkeypatch, ScriptedAnthropicServer, desk_model, "_claude_agent_desk:messages", case, timeout=120
+    )
+    assert failed == {False: set(), True: BUG}, failed
 
 
 def test_a_tool_that_raised_fails_no_tool_errors_alike_returned_and_exported(case: Any) -> None:
