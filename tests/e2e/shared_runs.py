@@ -11,16 +11,10 @@ that must not overlap (two red teams of the reference agent in one checkout writ
 
 With xdist, each stream runs once, in the worker that claims it first (a file created exclusively in a
 folder of this test run); the other workers read its results from that folder.
-
-At most SLOTS runs go at once across the workers (a lock file each), the streams asked first first: each run
-is a whole pipeline of processes, and all of them at once put a dozen processes on each core, which made the
-same work cost a fifth to a half more CPU time and finish no sooner.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import pickle
 import shutil
@@ -37,7 +31,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_LIMIT = 3 * 3600.0  # seconds a test waits for a run that another worker claimed (their timeouts come first)
-SLOTS = 2  # runs at once across the workers: with the two workers' own tests, about two processes per core
 
 
 @dataclass(frozen=True)
@@ -45,7 +38,6 @@ class SharedRun:
     name: str
     stream: str
     run: Callable[[Path], Any]  # gets a fresh folder of its own; returns what its tests assert on (picklable)
-    first: bool = False  # its stream asks for a slot before the others (the longest, so it never ends last)
 
 
 REGISTRY: dict[str, SharedRun] = {}
@@ -55,15 +47,14 @@ class SharedRunError(Exception):
     """A shared run raised: its tests fail with its traceback."""
 
 
-def shared_run(stream: str, *, first: bool = False) -> Callable[[Callable[[Path], Any]], Any]:
-    """`run(tmp)` as a session fixture named after it, whose value is what `run` returned. `first`: its
-    stream takes a slot before the others (a long one, which would otherwise end the session alone)."""
+def shared_run(stream: str) -> Callable[[Callable[[Path], Any]], Any]:
+    """`run(tmp)` as a session fixture named after it, whose value is what `run` returned."""
 
     def register(run: Callable[[Path], Any]) -> Any:
         name = run.__name__
         if name in REGISTRY and REGISTRY[name].run.__module__ != run.__module__:
             raise ValueError(f"two shared runs named {name!r}: {REGISTRY[name].run.__module__}, {run.__module__}")
-        REGISTRY[name] = SharedRun(name, stream, run, first)
+        REGISTRY[name] = SharedRun(name, stream, run)
 
         @pytest.fixture(scope="session", name=name)
         def fixture(tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -95,11 +86,9 @@ class SharedRuns:
         tmp_factory: pytest.TempPathFactory,
         folder: Path | None = None,
         registry: dict[str, SharedRun] = REGISTRY,
-        slots: int = SLOTS,
     ) -> None:
         self._tmp = tmp_factory
         self._registry = registry
-        self._slots = slots
         if folder is None:
             base = tmp_factory.getbasetemp()
             run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
@@ -120,13 +109,11 @@ class SharedRuns:
         for run in self._registry.values():  # declaration order
             if run.name in wanted:
                 streams.setdefault(run.stream, []).append(run)
-        ordered = sorted(streams.items(), key=lambda item: not any(run.first for run in item[1]))
-        for order, (stream, runs) in enumerate(ordered):
+        for stream, runs in streams.items():
             if not self._claim(stream, [run.name for run in runs]):
                 continue  # another worker runs it
             work = [(run, self._tmp.mktemp(run.name)) for run in runs]
-            args = (work, order)
-            thread = threading.Thread(target=self._run_all, args=args, name=f"shared-{stream}", daemon=True)
+            thread = threading.Thread(target=self._run_all, args=(work,), name=f"shared-{stream}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -140,35 +127,15 @@ class SharedRuns:
             f.write("\n".join([str(os.getpid()), *names]) + "\n")
         return True
 
-    def _run_all(self, work: list[tuple[SharedRun, Path]], order: int = 0) -> None:
-        time.sleep(0.05 * order)  # the streams asked first ask for a slot first
+    def _run_all(self, work: list[tuple[SharedRun, Path]]) -> None:
         for run, tmp in work:
             try:
-                with self._slot():
-                    outcome: tuple[bool, Any] = (True, run.run(tmp))
+                outcome: tuple[bool, Any] = (True, run.run(tmp))
             except BaseException:  # the tests that use it fail with this traceback, as a fixture's would
                 outcome = (False, traceback.format_exc())
             part = self.folder / f"{run.name}.part"
             part.write_bytes(pickle.dumps(outcome))
             part.rename(self.folder / f"{run.name}.done")
-
-    @contextlib.contextmanager
-    def _slot(self) -> Any:
-        """One of the test run's SLOTS, held while a run goes (a lock the kernel frees if its worker dies)."""
-        while True:
-            for n in range(self._slots):
-                fd = os.open(self.folder / f"slot-{n}.lock", os.O_CREAT | os.O_RDWR)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                try:
-                    yield
-                finally:
-                    os.close(fd)  # closing the file releases its lock
-                return
-            time.sleep(0.2)
 
     def result(self, name: str) -> Any:
         self.start([name])  # a run that the session's selection did not announce

@@ -138,7 +138,7 @@ def basic_strategy_only(repo: Path, env: dict[str, str]) -> None:
     )  # fmt: skip
 
 
-@shared_run("readme", first=True)  # the longest: three `make evals` in a row
+@shared_run("readme")
 def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     """Every page's command, in order, in a copy of the repository: the copy, what went wrong, how many ran."""
     repo = tmp_path / "repo"

@@ -101,32 +101,3 @@ def test_a_copy_of_the_checkout_runs_its_own_code(tmp_path: Path) -> None:
         assert not modules.is_symlink() and modules.is_dir()
         assert not (modules / ".installed").is_symlink()
         assert (modules / ".bin" / "promptfoo").resolve() == (ROOT / "node_modules" / ".bin" / "promptfoo").resolve()
-
-
-def test_at_most_the_slots_runs_go_at_once_across_workers_the_first_stream_first(tmp_path_factory) -> None:
-    lock, running, most, started = threading.Lock(), [0], [0], []
-
-    def run_named(name: str):
-        def run(tmp: Path) -> str:
-            with lock:
-                running[0] += 1
-                most[0] = max(most[0], running[0])
-                started.append(name)
-            time.sleep(0.3)
-            with lock:
-                running[0] -= 1
-            return name
-
-        return run
-
-    names = ["a", "b", "c", "d", "long"]
-    registry = {n: SharedRun(n, n, run_named(n), first=n == "long") for n in names}
-    folder = tmp_path_factory.mktemp("shared")
-    one, two = (SharedRuns(tmp_path_factory, folder, registry, slots=2) for _ in range(2))
-    one.start(["a", "b", "long"])
-    two.start(["c", "d"])
-    assert [one.result(n) for n in names] == names  # every run ran, whichever worker claimed it
-    one.join()
-    two.join()
-    assert most[0] == 2, f"{most[0]} runs at once with 2 slots"
-    assert started.index("long") < started.index("a") and started.index("long") < started.index("b")

@@ -5,22 +5,21 @@ run`. The store must hold that agent's runs from the kit's runner, DeepEval and 
 runs (make evals' and the one typed) must name the repository's own attacks by attack and strategy.
 
 One test, and the one `kit init` repository of the e2e tests: a venv install costs most of a minute even from
-pip's cache. It is a shared run (shared_runs.py), so its worker runs other tests while it goes. Node packages come from the kit's own node_modules (linked, as npm would install the same pinned
+pip's cache. Node packages come from the kit's own node_modules (linked, as npm would install the same pinned
 versions), so the test needs no registry.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from shared_runs import environ, shared_run
 
 KIT = Path(__file__).resolve().parents[2]
 
@@ -66,15 +65,18 @@ def sh(cmd: list[str], cwd: Path, *, timeout: float, env: dict[str, str] | None 
     return done.stdout
 
 
-@shared_run("user-repo", first=True)  # a venv install, then `make evals`
-def user_repo(tmp_path: Path) -> dict[str, Any]:
-    """The user's repository through `kit init`, `make evals` and the three tools as typed: each process, what
-    the store holds and the summary."""
+@pytest.mark.skipif(
+    not (KIT / "node_modules" / ".bin" / "promptfoo").exists(), reason="no Promptfoo (make test installs it)"
+)
+@pytest.mark.skipif(sys.platform != "linux", reason="needs unshare -n (a Linux network namespace) to prove offline")
+def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(tmp_path):
+    if not _offline_ok():
+        pytest.fail("unshare -n is needed to prove the offline commands (run as root, or with user namespaces)")
     repo = tmp_path / "desk"
     (repo / "evals").mkdir(parents=True)
     (repo / "myagent.py").write_text(AGENT)
     (repo / "evals" / "cases.yaml").write_text(CASES)
-    env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "VIRTUAL_ENV", "PYTHONPATH"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "VIRTUAL_ENV", "PYTHONPATH"))}
     # pip reaches the package index: never through the closed port the kit's .env gives Promptfoo.
     env = {k: v for k, v in env.items() if v != "http://127.0.0.1:9"}
 
@@ -85,10 +87,11 @@ def user_repo(tmp_path: Path) -> dict[str, Any]:
     sh([sys.executable, "-m", "venv", "--without-pip", ".venv"], repo, timeout=120, env=env)
     pip = [sys.executable, "-m", "pip", "--python", ".venv/bin/python", "install", "--quiet", "--no-compile"]
     sh([*pip, str(KIT)], repo, timeout=900, env=env)
-    init = sh(
+    out = sh(
         [".venv/bin/kit", "init", "--agent", "myagent:run", "--cases", "evals/cases.yaml"], repo, timeout=60, env=env
     )
-    cases_after_init = (repo / "evals" / "cases.yaml").read_text()
+    assert "promptfooconfig.yaml: written" in out and "evals/cases.yaml" not in out.split("written")[0]
+    assert (repo / "evals" / "cases.yaml").read_text() == CASES  # the user's cases, untouched
 
     (repo / "node_modules").mkdir()
     for entry in (KIT / "node_modules").iterdir():
@@ -136,32 +139,6 @@ def user_repo(tmp_path: Path) -> dict[str, Any]:
         "print(json.dumps([rows, red]))\n"
     )
     rows, red = json.loads(sh([".venv/bin/python", "-c", query], repo, timeout=60, env=env))
-    summary = (repo / ".kit" / "summary.txt").read_text() if (repo / ".kit" / "summary.txt").exists() else ""
-    return {
-        "init": init,
-        "cases_after_init": cases_after_init,
-        "evals": evals,
-        "deepeval": deepeval,
-        "promptfoo": promptfoo,
-        "redteam": redteam,
-        "rows": rows,
-        "red": red,
-        "summary": summary,
-    }
-
-
-@pytest.mark.skipif(
-    not (KIT / "node_modules" / ".bin" / "promptfoo").exists(), reason="no Promptfoo (make test installs it)"
-)
-@pytest.mark.skipif(sys.platform != "linux", reason="needs unshare -n (a Linux network namespace) to prove offline")
-def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(user_repo):
-    if not _offline_ok():
-        pytest.fail("unshare -n is needed to prove the offline commands (run as root, or with user namespaces)")
-    out = user_repo["init"]
-    assert "promptfooconfig.yaml: written" in out and "evals/cases.yaml" not in out.split("written")[0]
-    assert user_repo["cases_after_init"] == CASES  # the user's cases, untouched
-    evals, deepeval, promptfoo, redteam = (user_repo[k] for k in ("evals", "deepeval", "promptfoo", "redteam"))
-    rows, red = user_repo["rows"], user_repo["red"]
     by_source = {(source, agent, case, passed) for source, agent, case, passed in rows}
     report = (
         f"make evals exited {evals.returncode}:\n{evals.stdout[-3000:]}\n{evals.stderr[-3000:]}\n"
@@ -175,7 +152,7 @@ def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(u
     assert deepeval.returncode == 0 and promptfoo.returncode == 0, report
     assert evals.returncode == 0, report
     # Every stage of make evals ran clean in the user's repository (the red team's included).
-    summary = user_repo["summary"]
+    summary = (repo / ".kit" / "summary.txt").read_text()
     table = summary.split("== stages", 1)[1].split("\n\n", 1)[0]
     stages = re.findall(r"^  ([\w-]+) +(\S.*?) +[\d.]+ s ", table, re.M)
     assert {name for name, _ in stages} >= {"kit", "deepeval", "promptfoo", "redteam"}, summary
