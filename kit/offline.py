@@ -119,16 +119,15 @@ def agent_environment(env: MutableMapping[str, str] | None = None) -> dict[str, 
         wanted.update(dict.fromkeys(dead))
         if dead:
             wanted.update({n: None for n in ("NO_PROXY", "no_proxy") if env.get(n) == DEAD_PROXY[n]})
-    # An unset proxy variable is set blank too: a run that never read `.env` (`kit run`, DeepEval's session)
-    # has none, and the framework's load_dotenv would set the dead proxy the project's `.env` holds.
-    wanted.update({name: None for name in PROXY_VARS if name not in env and name not in wanted})
+    # A proxy variable left unset, or to be removed, is set blank instead: a framework that loads the project's
+    # `.env` when imported (smolagents, CrewAI: python-dotenv, which never overrides a variable already set) would
+    # bring the dead proxy back mid-call, in a run that read `.env` or in one that never did (`kit run`, DeepEval's
+    # session). An empty proxy variable is no proxy to urllib, httpx, requests and aiohttp.
+    for name in PROXY_VARS:
+        if wanted.get(name, env.get(name)) is None:
+            wanted[name] = ""
     changed: dict[str, str | None] = {}
     for name, value in wanted.items():
-        if value is None and name in PROXY_VARS:
-            # Blank, not removed: a framework that loads the project's `.env` when imported (smolagents, CrewAI:
-            # python-dotenv, which never overrides a variable already set) would bring the dead proxy back
-            # mid-call. An empty proxy variable is no proxy to urllib, httpx, requests and aiohttp.
-            value = ""
         if env.get(name) == value:
             continue
         if value is None:
