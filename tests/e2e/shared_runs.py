@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_LIMIT = 3 * 3600.0  # seconds a test waits for a run that another worker claimed (their timeouts come first)
@@ -207,6 +208,22 @@ def copy_repo(dest: Path) -> None:
             for name in manifests:
                 if (dest / name).exists() and (dest / name).stat().st_mtime > at:
                     os.utime(dest / name, (at, at))
+
+
+def basic_red_team(repo: Path, env: dict[str, str], plugins: int | None = None) -> None:
+    """A copy's red team (from `copy_repo`) with each attack under the basic strategy only, and only its first
+    `plugins` plugins (None: every one). The other strategies re-encode the same attacks; `npx promptfoo redteam
+    run` as typed (test_tools_as_typed) runs them all."""
+    path = repo / "redteam" / "promptfooconfig.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["redteam"]["plugins"] = config["redteam"]["plugins"][:plugins]
+    config["redteam"]["strategies"] = ["basic"]
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # The root promptfooconfig.yaml carries the red team too: regenerated, as `make evals` asks after an edit.
+    subprocess.run(
+        [str(repo / ".venv" / "bin" / "python"), "-m", "kit_promptfoo.genconfig"],
+        cwd=repo, env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
 
 
 def _overlay_node_modules(modules: Path, into: Path) -> None:

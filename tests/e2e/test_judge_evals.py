@@ -22,8 +22,7 @@ from typing import Any
 
 import duckdb
 import pytest
-import yaml
-from shared_runs import copy_repo, environ, shared_run
+from shared_runs import basic_red_team, copy_repo, environ, shared_run
 
 from kit.doubles.judge import HTTP500_MESSAGE, MODEL
 
@@ -95,16 +94,7 @@ def _judged_repo(tmp: Path, plugins: int | None = None) -> Path:
     repo = tmp / "repo"
     repo.mkdir()
     copy_repo(repo)
-    path = repo / "redteam" / "promptfooconfig.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["redteam"]["plugins"] = config["redteam"]["plugins"][:plugins]
-    config["redteam"]["strategies"] = ["basic"]
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    # The root promptfooconfig.yaml carries the red team too: regenerated, as `make evals` asks after an edit.
-    subprocess.run(
-        [str(repo / ".venv" / "bin" / "python"), "-m", "kit_promptfoo.genconfig"],
-        cwd=repo, env=_env(), check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    basic_red_team(repo, _env(), plugins)
     return repo
 
 

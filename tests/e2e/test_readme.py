@@ -17,8 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
-from shared_runs import copy_repo, environ, shared_run
+from shared_runs import basic_red_team, copy_repo, environ, shared_run
 from test_tools_as_typed import AS_TYPED, can_isolate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,21 +122,6 @@ def serves_until_interrupted(cmd: str, repo: Path, env: dict[str, str], port: in
             proc.wait()
 
 
-def basic_strategy_only(repo: Path, env: dict[str, str]) -> None:
-    """The copy's red team runs each attack under the basic strategy only. The pages run `make evals` twice (and
-    a third time on the examples); the other strategies re-encode the same attacks, four fifths of each red
-    team, and `npx promptfoo redteam run` as typed (test_tools_as_typed) runs them all."""
-    path = repo / "redteam" / "promptfooconfig.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["redteam"]["strategies"] = ["basic"]
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    # The root promptfooconfig.yaml carries the red team too: regenerated, as `make evals` asks after an edit.
-    subprocess.run(
-        [str(repo / ".venv" / "bin" / "python"), "-m", "kit_promptfoo.genconfig"],
-        cwd=repo, env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-
-
 @shared_run("readme")
 def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     """Every page's command, in order, in a copy of the repository: the copy, what went wrong, how many ran."""
@@ -146,7 +130,8 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     copy_repo(repo)
     env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "PYTEST", "VARIANT"))}
     env.pop("DEEPEVAL_DISABLE_DOTENV", None)  # set for the test workers only: a user's shell reads .env
-    basic_strategy_only(repo, env)
+    # The pages run `make evals` twice (and a third time on the examples): the red team's basic strategy only.
+    basic_red_team(repo, env)
     failures = []
     ran = 0
     elsewhere = typed_elsewhere()
