@@ -11,7 +11,9 @@ It skips `npx` itself, which would start a Node 20 process only to look the bina
 
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,6 +39,33 @@ def offline_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
     # The Python workers import the project's own modules (a user's agent) from its root.
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), env.get("PYTHONPATH", "")] if p)
     return env
+
+
+# Taken by every launch while it checks for Promptfoo's database, and held while one creates it.
+STATE_LOCK = ".kit-state.lock"
+
+
+def created_state(exe: Path, env: Mapping[str, str]) -> str | None:
+    """Promptfoo's database in the state folder `env` names, created by one Promptfoo command alone: Promptfoo
+    creates its tables with no lock between processes, so two started at once on a fresh folder (a pipeline's
+    eval and red team, two pipelines in one checkout, a CI machine's first run) can both create them and one
+    fails ("table `datasets` already exists"). Launches take turns on a file lock until it exists; once it
+    does, the lock is free at once. None, or what went wrong."""
+    state = Path(env["PROMPTFOO_CONFIG_DIR"])
+    state.mkdir(parents=True, exist_ok=True)
+    with (state / STATE_LOCK).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (state / "promptfoo.db").exists():
+            return None
+        argv = [str(exe), "list", "evals", "-n", "1"]
+        try:
+            proc = subprocess.run(argv, env=dict(env), capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            return f"creating Promptfoo's database in {state} (promptfoo list evals) took over 600 s"
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
+        return f"creating Promptfoo's database in {state} (promptfoo list evals) exited {proc.returncode}:\n{tail}"
+    return None
 
 
 def command(args: Sequence[str], root: Path) -> list[str]:
@@ -103,7 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = offline_env(root, os.environ)
     if plan is not None and not os.environ.get(PLAN_ENV, "").strip():  # a handed plan travels on as it is
         env.update(plan.env())
-    Path(env["PROMPTFOO_CONFIG_DIR"]).mkdir(parents=True, exist_ok=True)
+    problem = created_state(exe, env)
+    if problem:
+        print(f"run_promptfoo: {problem}", file=sys.stderr)
+        return 1
     os.chdir(root)
     os.execve(str(exe), command(args, root), env)
     return 0  # not reached

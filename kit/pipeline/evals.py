@@ -78,10 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # one shared cap on the agent's calls in flight, across every stage's processes (kit.runner.slots).
         plan = make_plan(settings, variant=args.variant).derive(evals_id=new_run_id("evals"), slots_dir=slots_in(out))
         # Lint always runs, first: a case file with a typo stops the build before any agent call.
-        wanted = (*args.only, "lint", "promptfoo-state") if args.only else None
+        wanted = (*args.only, "lint") if args.only else None
         replay = wanted is None or "kit" in wanted  # without the kit stage, nothing was run to judge
         every = stages(plan, args.shards, out, replay=replay)
-        known = {s.name for s in every} | {"promptfoo-state"}
+        known = {s.name for s in every}
         unknown = sorted(set(args.only or ()) - known)
         if unknown:
             raise KitInputError(f"no stage {', '.join(unknown)} (stages: {', '.join(sorted(known))})")

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kit.errors import KitInputError
-from kit.offline import DEEPEVAL, STATE, deepeval_upload_requested
+from kit.offline import DEEPEVAL, deepeval_upload_requested
 from kit.pipeline.executor import Stage, Step
 from kit.plan import Plan, generic_corpus
 
@@ -249,20 +249,6 @@ def redteam_stage(plan: Plan, work: Path) -> Stage:
     )
 
 
-def promptfoo_state_stage(plan: Plan) -> Stage | None:
-    """On a fresh state folder (a new CI machine, a fresh clone), Promptfoo's eval and red team, started at
-    the same time, race to create its database ("table `datasets` already exists"): one Promptfoo command
-    creates it first, alone. None when it exists."""
-    if (plan.root / STATE / "promptfoo.db").exists():
-        return None
-    return Stage(
-        "promptfoo-state",
-        "Promptfoo's database, created once before its stages run together",
-        (Step("promptfoo list evals", (*_launcher(), "list", "evals", "-n", "1")),),
-        timeout=min(plan.settings.stage_timeout, 600.0),
-    )
-
-
 def node_side(plan: Plan) -> Plan:
     """The plan with the model calls that leave from Node (Promptfoo's attacker, the red team's grader.cjs, which
     no Python recorder sees) pointed at the kit's recordings endpoints (`Plan.node_endpoints`), started here and
@@ -319,11 +305,9 @@ def stages(plan: Plan, shards: Path | None = None, out: Path = OUT, *, replay: b
         **({} if upload else {"CONFIDENT_API_KEY": ""}),
         **judging.env(),
     }
-    state = promptfoo_state_stage(plan)
     return [
         lint_stage(plan),
         kit_stage(plan, runs_file, shards),
-        *([state] if state is not None else []),
         Stage(
             "deepeval",
             "deepeval test run tests/evals"

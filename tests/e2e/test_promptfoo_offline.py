@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +89,30 @@ def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_p
     traced = log.read_text()
     assert "connect(" in traced  # strace saw the run (the beacon's refused connect to 127.0.0.1 at least)
     assert non_local_peers(traced) == []
+
+
+@needs_promptfoo
+def test_a_fresh_state_folder_is_created_by_one_launch_while_the_others_wait_their_turn(tmp_path: Path) -> None:
+    """Promptfoo creates its database with no lock between processes: two launches on a fresh state folder
+    (two pipelines in one checkout) must not both create it. One holding the lock, another waits, creating
+    nothing; once free, it creates the database with a real Promptfoo; then a launch finds it at once."""
+    env = run_promptfoo.offline_env(ROOT, base={k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"})
+    state = tmp_path / "state"
+    env["PROMPTFOO_CONFIG_DIR"] = str(state)
+    state.mkdir()
+    exe = run_promptfoo.promptfoo_bin(ROOT)
+    got: list[str | None] = []
+    with (state / run_promptfoo.STATE_LOCK).open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another launch creating it
+        waiting = threading.Thread(target=lambda: got.append(run_promptfoo.created_state(exe, env)))
+        waiting.start()
+        deadline = time.monotonic() + 8  # twice what a Promptfoo start takes to create it here
+        while time.monotonic() < deadline:
+            assert not (state / "promptfoo.db").exists(), "a launch created the database while another held it"
+            time.sleep(0.2)
+        assert waiting.is_alive() and got == []
+    waiting.join(120)
+    assert got == [None] and (state / "promptfoo.db").is_file()
+    started = time.perf_counter()
+    assert run_promptfoo.created_state(exe, env) is None
+    assert time.perf_counter() - started < 1  # no Promptfoo started: it exists

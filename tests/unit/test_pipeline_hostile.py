@@ -13,9 +13,7 @@ import pytest
 
 from kit.pipeline.evals import _broken
 from kit.pipeline.executor import TIMED_OUT, Stage, StageResult, Step, run_stages
-from kit.pipeline.stages import promptfoo_state_stage
 from kit.pipeline.summary import Collected
-from kit.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,16 +76,6 @@ def test_a_child_left_holding_the_output_does_not_hold_the_stage(tmp_path: Path)
     time.sleep(1.5)
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
-
-
-def test_promptfoos_database_is_created_alone_before_its_stages_run_together(tmp_path: Path, monkeypatch) -> None:
-    (tmp_path / "pyproject.toml").write_text("[tool.kit]\n")
-    monkeypatch.chdir(tmp_path)
-    stage = promptfoo_state_stage(make_plan())
-    assert stage is not None and not stage.together and "list" in stage.steps[0].argv
-    (tmp_path / ".promptfoo").mkdir()
-    (tmp_path / ".promptfoo" / "promptfoo.db").write_bytes(b"")
-    assert promptfoo_state_stage(make_plan()) is None
 
 
 def test_make_variables_never_reach_a_shell(tmp_path: Path) -> None:
