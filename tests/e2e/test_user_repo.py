@@ -81,11 +81,12 @@ def test_a_users_repository_runs_the_kit_deepeval_and_promptfoo_into_one_store(t
     env = {k: v for k, v in env.items() if v != "http://127.0.0.1:9"}
 
     # The kit's own pip installs into the new venv (`--python`): ensurepip would add 10 s for a pip the flow never
-    # uses. Not editable, every dependency resolved, as a user installs it; pip's own cache makes it a local
-    # install. Byte-compiling every package costs two thirds of the install's CPU and most of it is never
-    # imported here: what the commands import is compiled as they import it.
+    # uses. Not editable, every dependency resolved and byte-compiled, as a user installs it; pip's own cache makes
+    # it a local install. Left uncompiled, every process of the flow (some thirty, under make evals' and the
+    # Makefile's PYTHONDONTWRITEBYTECODE) compiled what it imported again: 1 CPU-s more for each that imports the
+    # kit, 2.5 for DeepEval, against 7 CPU-s to compile it all once here.
     sh([sys.executable, "-m", "venv", "--without-pip", ".venv"], repo, timeout=120, env=env)
-    pip = [sys.executable, "-m", "pip", "--python", ".venv/bin/python", "install", "--quiet", "--no-compile"]
+    pip = [sys.executable, "-m", "pip", "--python", ".venv/bin/python", "install", "--quiet"]
     sh([*pip, str(KIT)], repo, timeout=900, env=env)
     out = sh(
         [".venv/bin/kit", "init", "--agent", "myagent:run", "--cases", "evals/cases.yaml"], repo, timeout=60, env=env
