@@ -91,26 +91,34 @@ def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_p
     assert non_local_peers(traced) == []
 
 
+def _waiting_on(lock: Path) -> bool:
+    """Whether a process waits for a flock on `lock` (Linux lists each blocked waiter in /proc/locks as `->`)."""
+    inode = f":{lock.stat().st_ino} "
+    return any("->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines())
+
+
 @needs_promptfoo
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads the waiting locks from /proc/locks (Linux)")
 def test_a_fresh_state_folder_is_created_by_one_launch_while_the_others_wait_their_turn(tmp_path: Path) -> None:
     """Promptfoo creates its database with no lock between processes: two launches on a fresh state folder
-    (two pipelines in one checkout) must not both create it. One holding the lock, another waits, creating
-    nothing; once free, it creates the database with a real Promptfoo; then a launch finds it at once."""
+    (two pipelines in one checkout) must not both create it. While one holds the lock, another waits for it,
+    creating nothing; once free, it creates the database with a real Promptfoo; then a launch finds it at once."""
     env = run_promptfoo.offline_env(ROOT, base={k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"})
     state = tmp_path / "state"
     env["PROMPTFOO_CONFIG_DIR"] = str(state)
     state.mkdir()
     exe = run_promptfoo.promptfoo_bin(ROOT)
     got: list[str | None] = []
-    with (state / run_promptfoo.STATE_LOCK).open("a") as held:
+    lock = state / run_promptfoo.STATE_LOCK
+    with lock.open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another launch creating it
         waiting = threading.Thread(target=lambda: got.append(run_promptfoo.created_state(exe, env)))
         waiting.start()
-        deadline = time.monotonic() + 8  # twice what a Promptfoo start takes to create it here
-        while time.monotonic() < deadline:
-            assert not (state / "promptfoo.db").exists(), "a launch created the database while another held it"
-            time.sleep(0.2)
-        assert waiting.is_alive() and got == []
+        deadline = time.monotonic() + 30
+        while not _waiting_on(lock) and waiting.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _waiting_on(lock), f"the launch did not wait for the lock: {got}"
+        assert not (state / "promptfoo.db").exists() and got == []
     waiting.join(120)
     assert got == [None] and (state / "promptfoo.db").is_file()
     started = time.perf_counter()
