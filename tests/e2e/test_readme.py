@@ -130,8 +130,9 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
     copy_repo(repo)
     env = {k: v for k, v in environ().items() if not k.startswith(("KIT_", "PYTEST", "VARIANT"))}
     env.pop("DEEPEVAL_DISABLE_DOTENV", None)  # set for the test workers only: a user's shell reads .env
-    # The pages run `make evals` twice (and a third time on the examples): the red team's basic strategy only.
-    basic_red_team(repo, env)
+    # The pages run `make evals` twice (and a third time on the examples): the red team's basic strategy and first
+    # two plugins only (enough for its control target to fail, as it must); test_judge_evals runs every plugin.
+    basic_red_team(repo, env, plugins=2)
     failures = []
     ran = 0
     elsewhere = typed_elsewhere()
