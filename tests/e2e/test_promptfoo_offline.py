@@ -124,3 +124,15 @@ def test_a_fresh_state_folder_is_created_by_one_launch_while_the_others_wait_the
     started = time.perf_counter()
     assert run_promptfoo.created_state(exe, env) is None
     assert time.perf_counter() - started < 1  # no Promptfoo started: it exists
+
+
+def test_a_state_folder_that_cannot_hold_the_lock_is_named_never_a_traceback(tmp_path: Path) -> None:
+    exe = run_promptfoo.promptfoo_bin(ROOT)
+    (tmp_path / "file").write_text("")
+    problem = run_promptfoo.created_state(exe, {"PROMPTFOO_CONFIG_DIR": str(tmp_path / "file" / "state")})
+    assert problem is not None and f"state folder {tmp_path / 'file' / 'state'}" in problem
+    # The lock cannot be taken but the database is there: Promptfoo runs on it as before.
+    state = tmp_path / "made"
+    (state / run_promptfoo.STATE_LOCK).mkdir(parents=True)
+    (state / "promptfoo.db").write_bytes(b"")
+    assert run_promptfoo.created_state(exe, {"PROMPTFOO_CONFIG_DIR": str(state)}) is None
