@@ -52,16 +52,17 @@ def created_state(exe: Path, env: Mapping[str, str]) -> str | None:
     fails ("table `datasets` already exists"). Launches take turns on a file lock until it exists; once it
     does, the lock is free at once. None, or what went wrong."""
     state = Path(env["PROMPTFOO_CONFIG_DIR"])
+    database = state / "promptfoo.db"
     try:
         state.mkdir(parents=True, exist_ok=True)
         lock = (state / STATE_LOCK).open("a")
     except OSError as e:  # a folder Promptfoo cannot write its database in either, unless it holds one
-        if (state / "promptfoo.db").exists():
+        if database.exists():
             return None
         return f"Promptfoo's state folder {state}: {e.strerror or e}"
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (state / "promptfoo.db").exists():
+        if database.exists():
             return None
         argv = [str(exe), "list", "evals", "-n", "1"]
         try:
