@@ -50,7 +50,8 @@ _live: set[int] = set()
 _guard: IO[str] | None = None
 
 
-def _tell_guard(line: str) -> None:
+def _start_guard() -> IO[str]:
+    """This process's guard, started on first use (the caller holds `_lock`)."""
     global _guard
     if _guard is None:
         proc = subprocess.Popen(
@@ -61,11 +62,16 @@ def _tell_guard(line: str) -> None:
             start_new_session=True,
             text=True,
         )
+        assert proc.stdin is not None
         _guard = proc.stdin
-    assert _guard is not None
+    return _guard
+
+
+def _tell_guard(line: str) -> None:
+    guard = _start_guard()
     try:
-        _guard.write(line + "\n")
-        _guard.flush()
+        guard.write(line + "\n")
+        guard.flush()
     except OSError:  # the guard is gone: the signal handlers still end the groups
         pass
 
@@ -133,7 +139,11 @@ def _copy_live() -> list[int]:
 @contextlib.contextmanager
 def ending_with_this_process() -> Iterator[None]:
     """While stages run: the signals that stop the pipeline, and its parent's death, end their groups too.
-    Off the main thread (where no handler can be set) only the guard holds."""
+    Off the main thread (where no handler can be set) only the guard holds. The guard starts here, before any
+    stage: started at a stage's first group, a pipeline killed outright while it started would leave that group
+    running."""
+    with _lock:
+        _start_guard()
     if threading.current_thread() is not threading.main_thread():
         yield
         return
