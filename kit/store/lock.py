@@ -40,16 +40,18 @@ class StoreError(KitInputError):
     """The store cannot be used as it is (not a DuckDB file, a folder, a full disk): exit 2, naming it."""
 
 
-# Locks this process holds, so a nested `store.connect()` (or a merge inside one) re-enters instead of
-# waiting on itself: flock treats a second open of the same file as a stranger.
-_held: dict[tuple[int, str], int] = {}
+# Locks each thread of this process holds, so a nested `store.connect()` (or a merge inside one) re-enters
+# instead of waiting on itself: flock treats a second open of the same file as a stranger. Per thread: another
+# thread of the process (two in-process stages of `make evals`, the receiver's judge and soft loops) is a
+# stranger too, and waits its turn.
+_held: dict[tuple[int, int, str], int] = {}
 _held_guard = threading.Lock()
 
 
 @contextlib.contextmanager
 def exclusive(lock_path: Path, timeout_s: float | None = None) -> Iterator[None]:
     timeout_s = _default_timeout() if timeout_s is None else timeout_s
-    key = (os.getpid(), str(lock_path.resolve()))
+    key = (os.getpid(), threading.get_ident(), str(lock_path.resolve()))
     with _held_guard:
         if key in _held:
             _held[key] += 1

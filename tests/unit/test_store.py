@@ -222,6 +222,43 @@ def test_nested_connect_in_one_process_does_not_deadlock(tmp_path, monkeypatch):
         assert outer.execute("SELECT status FROM runs").fetchone() == ("complete",)
 
 
+def test_two_threads_of_one_process_take_the_store_in_turn(tmp_path):
+    """`make evals` stores the golden eval and the red team from two threads of one process: the second waits
+    for the first to let go, as another process would. It once walked in, taken for a nested connect, and
+    raised KeyError on leaving after the first had let go: `make evals`' promptfoo stage broke, exit 1."""
+    import threading
+    import time
+
+    store = open_store(tmp_path / "s.duckdb")
+    with store.connect():
+        pass
+    inside: list[str] = []
+    overlaps: list[tuple[str, ...]] = []
+    errors: list[str] = []
+    go = threading.Barrier(2)
+
+    def hold(name: str) -> None:
+        go.wait()
+        try:
+            with store.connect() as con:
+                inside.append(name)
+                if len(inside) > 1:
+                    overlaps.append(tuple(inside))
+                con.execute("SELECT count(*) FROM runs").fetchone()
+                time.sleep(0.2)
+                inside.remove(name)
+        except Exception as e:  # a thread's exception never reaches the test on its own
+            errors.append(f"{name}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=hold, args=(n,)) for n in ("golden", "redteam")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert not overlaps, f"both threads held the store at once: {overlaps}"
+
+
 CASE = """\
 id: order
 input: "Where is ORD-1?"
