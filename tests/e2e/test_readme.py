@@ -150,6 +150,10 @@ def readme_commands_run(tmp_path: Path) -> tuple[Path, list[str], int]:
         proc = subprocess.run(["bash", "-c", cmd], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
         if proc.returncode != want:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-8:]
+            # A broken stage's log: the page's next `make evals` writes over it.
+            for log in sorted(set(re.findall(r"see (\S+\.log)", proc.stdout + proc.stderr))):
+                if (repo / log).is_file():
+                    tail += [f"{log}:", *(repo / log).read_text(errors="replace").splitlines()[-30:]]
             failures.append(
                 f"{page}: {cmd!r} exited {proc.returncode}, the page says {want}:\n    " + "\n    ".join(tail)
             )
