@@ -221,19 +221,20 @@ def _command(
     open forever, so reading stops shortly after (and that group is killed)."""
     f.write(f"$ {shlex.join(step.argv)}\n")
     f.flush()
-    try:
-        proc = subprocess.Popen(
-            step.argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env={**env, **step.env},
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError as e:
-        f.write(f"cannot start: {e}\n")
-        return 127, 0.0
-    groups.started(proc.pid)
+    with groups.launching():
+        try:
+            proc = subprocess.Popen(
+                step.argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env={**env, **step.env},
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as e:
+            f.write(f"cannot start: {e}\n")
+            return 127, 0.0
+        groups.started(proc.pid)
     try:
         return _follow(name, step, f, started, deadline, proc)
     finally:

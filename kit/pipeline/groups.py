@@ -48,6 +48,10 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
 _lock = threading.Lock()
 _live: set[int] = set()
 _guard: IO[str] | None = None
+LAUNCH_WAIT_S = 2.0  # how long a stopping pipeline waits for the groups being started to be listed
+_launching = 0  # stage threads between starting a tool and listing its group
+_main_launching = False  # the main thread is there (a stage that runs alone)
+_deferred: int | None = None  # a stop signal that came meanwhile, acted on once the group is listed
 
 
 def _start_guard() -> IO[str]:
@@ -90,6 +94,31 @@ def ended(pgid: int) -> None:
         _tell_guard(f"-{pgid}")
 
 
+@contextlib.contextmanager
+def launching() -> Iterator[None]:
+    """Around a tool's start and its `started()`: a stop signal that comes in between never leaves that group
+    unlisted, so running after the pipeline. On another thread the signal's handler (on the main thread) waits for
+    the group to be listed; on the main thread, where the handler would run before the listing, it is acted on
+    right after it."""
+    global _launching, _main_launching
+    if threading.current_thread() is threading.main_thread():
+        _main_launching = True
+        try:
+            yield
+        finally:
+            _main_launching = False
+            if _deferred is not None:
+                _end(_deferred, None)
+        return
+    with _lock:
+        _launching += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _launching -= 1
+
+
 def kill_group(pgid: int) -> None:
     """End one process group: TERM, a moment to exit, then KILL."""
     kill_groups([pgid])
@@ -121,7 +150,14 @@ def _alive(pgid: int) -> bool:
 
 def _end(signum: int, _frame: object) -> None:
     """The pipeline is told to stop: its stages' groups end first, then it exits as the signal says."""
+    global _deferred
+    if _main_launching:
+        _deferred = signum
+        return
     with contextlib.suppress(Exception):  # never a lock here: the main thread may hold it
+        until = time.monotonic() + LAUNCH_WAIT_S
+        while _launching and time.monotonic() < until:
+            time.sleep(0.01)
         live = _copy_live()
         kill_groups(live)
         name = signal.Signals(signum).name

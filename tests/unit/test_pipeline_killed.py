@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HOW = ("SIGTERM", "SIGINT", "SIGKILL", "parent-dies")
 
@@ -21,6 +23,8 @@ HOW = ("SIGTERM", "SIGINT", "SIGKILL", "parent-dies")
 LAUNCHER = """\
 import os, sys
 from pathlib import Path
+
+import pytest
 from kit.pipeline.executor import Stage, Step, run_stages
 
 root = Path(sys.argv[1])
@@ -117,3 +121,50 @@ def test_every_stages_processes_end_with_make_evals_however_it_is_stopped(tmp_pa
         for group in _groups(tmp_path):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
+
+
+# A stop signal between a tool's start and the listing of its group (a stage thread the host has not run again
+# yet): the tool, started in a session of its own, is ended with the rest. On a stage thread the signal's
+# handler waits for the listing; on the main thread, the signal is acted on right after it.
+BETWEEN = """\
+import os, signal, subprocess, sys, threading, time
+from kit.pipeline import groups
+
+pid_file, where = sys.argv[1], sys.argv[2]
+
+def start():
+    with groups.launching():
+        proc = subprocess.Popen(["sleep", "300"], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        open(pid_file, "w").write(str(proc.pid))
+        if where == "main":
+            os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)  # a thread the host has not run again yet
+        groups.started(proc.pid)
+
+with groups.ending_with_this_process():
+    if where == "main":
+        start()
+    else:
+        threading.Thread(target=start, daemon=True).start()
+        while not os.path.exists(pid_file):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("where", ["stage-thread", "main"])
+def test_a_stop_between_a_tools_start_and_its_listing_ends_that_tool_too(tmp_path: Path, where: str) -> None:
+    pid_file = tmp_path / "tool.pid"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", BETWEEN, str(pid_file), where], env=env, capture_output=True, text=True, timeout=60
+    )
+    tool = _pids(pid_file)[0]
+    try:
+        assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+        assert "stopped by SIGTERM; 1 stage process group(s) ended" in proc.stderr
+        assert _wait(lambda: _gone(tool), 3), "the tool outlived the pipeline"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(tool, signal.SIGKILL)
