@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,15 @@ class SpoolWriter:
         self._pid: int | None = None
         self._seq = 0  # lines written to this file: the merger tells a lost record by a gap
         self.path: Path | None = None
+        # One writer at a time per process: two threads sharing a store once opened a file each and wrote the
+        # same line numbers, which a merge between them took for a cut file, dropping records.
+        self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
+
+    def _guard(self) -> threading.Lock:
+        if self._lock_pid != os.getpid():  # a forked child: the parent's lock may have been held at the fork
+            self._lock, self._lock_pid = threading.Lock(), os.getpid()
+        return self._lock
 
     def _open(self) -> int:
         if self._fd is not None and self._pid == os.getpid():
@@ -89,21 +99,23 @@ class SpoolWriter:
     def write_many(self, events: list[dict[str, Any]]) -> None:
         if not events:
             return
-        fd = self._open()
-        first = self._seq + 1
-        lines = [encode_line({**event, "seq": first + i}) for i, event in enumerate(events)]
-        data = b"\n".join(lines) + b"\n"
-        view = memoryview(data)
-        while view:  # a regular file takes it all at once; loop only for safety against short writes
-            written = os.write(fd, view)
-            view = view[written:]
-        self._seq += len(events)
+        with self._guard():
+            fd = self._open()
+            first = self._seq + 1
+            lines = [encode_line({**event, "seq": first + i}) for i, event in enumerate(events)]
+            data = b"\n".join(lines) + b"\n"
+            view = memoryview(data)
+            while view:  # a regular file takes it all at once; loop only for safety against short writes
+                written = os.write(fd, view)
+                view = view[written:]
+            self._seq += len(events)
 
     def sync(self) -> None:
         if self._fd is not None and self._pid == os.getpid():
             os.fsync(self._fd)
 
     def close(self) -> None:
-        if self._fd is not None and self._pid == os.getpid():
-            os.close(self._fd)
-        self._fd = None
+        with self._guard():
+            if self._fd is not None and self._pid == os.getpid():
+                os.close(self._fd)
+            self._fd = None

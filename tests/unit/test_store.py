@@ -149,6 +149,33 @@ WRITER = textwrap.dedent(
 )
 
 
+def test_threads_sharing_one_store_write_one_spool_numbered_without_a_gap_or_a_repeat(tmp_path):
+    """The merger tells a cut spool, and the records lost with it, by its line numbers: a writer shared by
+    threads (one store object in a threaded recorder) once opened a file per thread and wrote numbers twice."""
+    import json
+    import threading
+
+    from kit.store.spool import SpoolWriter
+
+    writer = SpoolWriter(tmp_path / "spool")
+    go = threading.Barrier(8)
+
+    def write(t: int) -> None:
+        go.wait()
+        for i in range(300):
+            writer.write({"t": "x", "thread": t, "i": i})
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    files = list((tmp_path / "spool").iterdir())
+    assert len(files) == 1, files
+    seqs = [json.loads(line)["seq"] for line in files[0].read_text().splitlines()]
+    assert seqs == list(range(1, 2401))
+
+
 def test_eight_writers_at_once_lose_no_row(tmp_path):
     path = tmp_path / "s.duckdb"
     store = open_store(path)
