@@ -42,8 +42,7 @@ class StoreError(KitInputError):
 
 # Locks each thread of this process holds, so a nested `store.connect()` (or a merge inside one) re-enters
 # instead of waiting on itself: flock treats a second open of the same file as a stranger. Per thread: another
-# thread of the process (two in-process stages of `make evals`, the receiver's judge and soft loops) is a
-# stranger too, and waits its turn.
+# thread of the process (two in-process stages of `make evals`) is a stranger too, and waits its turn.
 _held: dict[tuple[int, int, str], int] = {}
 _held_guard = threading.Lock()
 

@@ -73,7 +73,7 @@ class SpoolWriter:
         self._seq = 0  # lines written to this file: the merger tells a lost record by a gap
         self.path: Path | None = None
         # One writer at a time per process: two threads sharing a store once opened a file each and wrote the
-        # same line numbers, which a merge between them took for a cut file, dropping records.
+        # same line numbers, the numbers the merger reads to tell a cut file and the records lost with it.
         self._lock = threading.Lock()
         self._lock_pid = os.getpid()
 
