@@ -23,8 +23,6 @@ HOW = ("SIGTERM", "SIGINT", "SIGKILL", "parent-dies")
 LAUNCHER = """\
 import os, sys
 from pathlib import Path
-
-import pytest
 from kit.pipeline.executor import Stage, Step, run_stages
 
 root = Path(sys.argv[1])
