@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit_promptfoo import run_promptfoo
@@ -38,6 +39,12 @@ def test_the_mcp_attacks_run_through_the_agents_own_server(tmp_path: Path) -> No
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "PROMPTFOO_", "MCP_"))}
     done = subprocess.run([sys.executable, "-m", "kit.cli", "init"], cwd=repo, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    # The team's red team under the basic strategy only, edited into its config as a team would: the MCP attacks
+    # run under it alone, and the other strategies would only re-encode the plain attack (each call through a
+    # server of its own); test_user_repo runs kit init's red team under every strategy.
+    config = yaml.safe_load((repo / "promptfooconfig.yaml").read_text())
+    config["redteam"]["strategies"] = ["basic"]
+    (repo / "promptfooconfig.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     with ScriptedOpenAIServer(library_model(True)) as model:
         run_env = run_promptfoo.offline_env(ROOT, base=env) | {
             "PROMPTFOO_CONFIG_DIR": str(repo / ".promptfoo"),
