@@ -104,7 +104,8 @@ def _judged_repo(tmp: Path, plugins: int | None = None) -> Path:
 @shared_run("judge")
 def good(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     repo = _judged_repo(tmp)  # every plugin
-    proc, store = _evals(tmp, "good", repo, repo / JUDGED.relative_to(ROOT))
+    # No Promptfoo eval of the golden cases here either: it asks no judge (test_tools_as_typed runs it).
+    proc, store = _evals(tmp, "good", repo, repo / JUDGED.relative_to(ROOT), only="kit deepeval redteam")
     return proc, store, tmp
 
 
