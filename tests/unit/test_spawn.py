@@ -132,7 +132,8 @@ def test_a_framework_agent_runs_in_spawned_hosts(tmp_path: Path, monkeypatch, en
         outs = run_suite(
             _jobs(tmp_path / "desk.yaml"),
             load_agent(f"_desk_frameworks:{entry}"),
-            RunOptions(mode="process", workers=2, concurrency=2, timeout=60),
+            # One host, both cases in it at once: each host imports the framework (~2 CPU-s); two hosts: the tests above.
+            RunOptions(mode="process", workers=1, concurrency=2, timeout=60),
         )
     assert [(o.case_run.case_id, o.case_run.error) for o in outs] == [("refund", None), ("status", None)]
     assert all(o.case_run.passed for o in outs), [r.reason for o in outs for r in o.case_run.failures]
