@@ -123,7 +123,7 @@ def test_an_openai_sdk_agent_runs_in_spawned_hosts_after_the_parent_used_httpx(p
 
 
 @pytest.mark.parametrize("entry", ["langgraph_state", "pydantic_ai_messages", "agents_result"])
-def test_a_framework_agent_runs_in_spawned_hosts(tmp_path: Path, monkeypatch, entry: str) -> None:
+def test_a_framework_agent_runs_in_a_spawned_host(tmp_path: Path, monkeypatch, entry: str) -> None:
     (tmp_path / "desk.yaml").write_text(DESK_CASES)
     monkeypatch.delenv("DESK_BUG", raising=False)
     monkeypatch.syspath_prepend(str(ROOT / "tests" / "unit"))
