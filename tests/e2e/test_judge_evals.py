@@ -98,14 +98,18 @@ def _judged_repo(tmp: Path, plugins: int | None = None) -> Path:
     return repo
 
 
+# The stages of every judged run: no Promptfoo eval of the golden cases, whose checks are the oracle's and ask no
+# judge (test_tools_as_typed runs it as typed).
+JUDGED_STAGES = "kit deepeval redteam"
+
+
 # Two streams of `make evals` runs at the same time, each in its own copy (each red team of the reference
 # agent writes the same generated file in its checkout, so one checkout runs one at a time): the good judge
 # on golden cases and every red-team plugin; each failing judge on a few cases and two plugins.
 @shared_run("judge")
 def good(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     repo = _judged_repo(tmp)  # every plugin
-    # No Promptfoo eval of the golden cases here either: it asks no judge (test_tools_as_typed runs it).
-    proc, store = _evals(tmp, "good", repo, repo / JUDGED.relative_to(ROOT), only="kit deepeval redteam")
+    proc, store = _evals(tmp, "good", repo, repo / JUDGED.relative_to(ROOT), only=JUDGED_STAGES)
     return proc, store, tmp
 
 
@@ -115,8 +119,7 @@ def failing_judges(tmp: Path) -> dict[str, tuple[subprocess.CompletedProcess[str
     runs = {}
     for mode in ("bad", "http500", "malformed"):
         (tmp / mode).mkdir()
-        # No Promptfoo eval of the golden cases: its checks are the oracle's, it asks no judge.
-        runs[mode] = _evals(tmp / mode, mode, repo, repo / SMALL.relative_to(ROOT), only="kit deepeval redteam")
+        runs[mode] = _evals(tmp / mode, mode, repo, repo / SMALL.relative_to(ROOT), only=JUDGED_STAGES)
     return runs
 
 
