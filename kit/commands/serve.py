@@ -19,7 +19,6 @@ import gc
 import re
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,6 +124,7 @@ def _soft(args: argparse.Namespace, settings: Settings) -> SoftJudge | None:
 # collection (gc.freeze) and a collection comes every 20,000 allocations, so a cycle is still collected and
 # memory stays bounded (kit check turns the collector off: it ends; a receiver does not).
 GC_THRESHOLD = (20_000, 20, 100)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _quiet_collector() -> None:
@@ -185,39 +185,47 @@ def serve(
         who = f"judge {soft.judge.model} at {soft.judge.base_url}" if soft.judge else f"skipped: {soft.why}"
         print(f"kit serve: soft rubrics {names} on {soft.rate:.0%} of complete traces; {who}", file=sys.stderr)
     _quiet_collector()
-    receiver = Receiver(production, store, options, soft)
-    receiver.start()
+    # Blocked before the receiver's first thread starts, so that every thread inherits the mask: the kernel keeps a
+    # stop signal for the main thread, whose wait below takes it at once however busy the other threads are.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
-        front = Front(receiver, args.host, args.port)
-    except OSError as e:
-        receiver.stop(timeout=0)
-        raise KitInputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    stopping: list[int] = []  # the signal that came: set by its handler, read by the loop below
+        receiver = Receiver(production, store, options, soft)
+        receiver.start()
+        try:
+            front = Front(receiver, args.host, args.port)
+        except OSError as e:
+            receiver.stop(timeout=0)
+            raise KitInputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+        stopping: list[int] = []  # the signal that came: set by its handler, read by the loop below
 
-    def _stop(signum: int, frame: object) -> None:
-        stopping.append(signum)  # nothing that takes a lock: the handler may run while the main thread holds one
+        def _stop(signum: int, frame: object) -> None:
+            stopping.append(signum)  # nothing that takes a lock: the handler may run while the main thread holds one
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, _stop)
-    front.start()
-    if args.name is None:
-        options.name = f"{args.host}:{front.port}"
-    print(
-        f"kit serve: listening on http://{args.host}:{front.port}/v1/traces; {len(production.labels)} checks; "
-        f"store {store.path}; log {wal}" + (f"; {receiver.replayed} traces from the log to judge"
-                                            if receiver.replayed else ""),
-        flush=True,
-    )  # fmt: skip
-    # Woken often: the kernel may hand a signal to another thread, and Python runs its handler only once the main
-    # thread runs again; a wait with no timeout slept through SIGTERM for good (one stop in three, under load).
-    while not stopping:
-        time.sleep(0.2)
-    receiver.stop()  # first: a request still arriving is refused (503), never taken and lost
-    front.close()
-    s = receiver.status()
-    print(
-        f"kit serve: stopped: {s['judged']} traces judged ({s['failed']} failed), {s['pending_traces']} without their "
-        f"root kept in the log, {s['refused']} batches refused, {s['bad']} malformed",
-        flush=True,
-    )
-    return 0
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _stop)
+        front.start()
+        if args.name is None:
+            options.name = f"{args.host}:{front.port}"
+        print(
+            f"kit serve: listening on http://{args.host}:{front.port}/v1/traces; {len(production.labels)} checks; "
+            f"store {store.path}; log {wal}" + (f"; {receiver.replayed} traces from the log to judge"
+                                                if receiver.replayed else ""),
+            flush=True,
+        )  # fmt: skip
+        # The wait also wakes to look at `stopping`: a thread started before the mask (a library's) may still be handed
+        # the signal, and Python runs the handler only once the main thread runs again.
+        while not stopping:
+            taken = signal.sigtimedwait(STOP_SIGNALS, 0.2)
+            if taken is not None:
+                stopping.append(taken.si_signo)
+        receiver.stop()  # first: a request still arriving is refused (503), never taken and lost
+        front.close()
+        s = receiver.status()
+        print(
+            f"kit serve: stopped: {s['judged']} traces judged ({s['failed']} failed), {s['pending_traces']} without "
+            f"their root kept in the log, {s['refused']} batches refused, {s['bad']} malformed",
+            flush=True,
+        )
+        return 0
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)

@@ -83,7 +83,7 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_acknowledged_and_judges_n
 
 
 def test_sigterm_mid_stream_judges_what_is_complete_keeps_the_rest_and_a_restart_judges_it_once(tmp_path):
-    ids = [f"{n:032x}" for n in range(1, 201)]
+    ids = [f"{n:032x}" for n in range(1, 1001)]  # more than a busy sender sends before the stop is acted on
     rootless = f"{999:032x}"  # its tool span comes before the stop, its root only after the restart
     proc, port = _start(tmp_path)
     acked: list[str] = []
@@ -99,7 +99,9 @@ def test_sigterm_mid_stream_judges_what_is_complete_keeps_the_rest_and_a_restart
     out = proc.stdout.read()  # type: ignore[union-attr]
     proc.stdout.close()  # type: ignore[union-attr]
     proc.stderr.close()  # type: ignore[union-attr]
-    assert 20 <= len(acked) < len(ids)
+    # The stop is taken at once, whatever thread the kernel hands the signal: while the main thread looked every
+    # 0.2 s, a sender on a quiet host got 120-160 more batches in.
+    assert 20 <= len(acked) < 20 + 40
     # What was acknowledged and complete was judged before the exit; the rootless trace waits in the log.
     assert set(stored(tmp_path)) == set(acked)
     assert f"stopped: {len(acked)} traces judged (0 failed), 1 without their root kept in the log" in out
