@@ -9,7 +9,9 @@
 `POST /v1/messages` answers with a Message, or, for `"stream": true`, with its server-sent events
 (`message_start`, `content_block_*`, `message_delta`, `message_stop`), as the API does. A script is what
 kit.doubles.openai_server takes, in Anthropic's terms: a string is a text answer; a dict has `tool_calls`
-([{name, arguments}], each a `tool_use` block), `content`, `usage` ({input_tokens, output_tokens,
+([{name, arguments}], each a `tool_use` block), `server_tools` ([{name, input, result}], each a server tool
+Anthropic ran within the call: a `server_tool_use` block, then its `<type>` result block holding `result`, both
+before the text, as the API orders them), `content`, `usage` ({input_tokens, output_tokens,
 cache_read_input_tokens, cache_creation_input_tokens}) and `stop_reason`; an int or `{"status", "error"}` is
 an HTTP error in Anthropic's error shape. A request after the list is used up gets HTTP 500.
 """
@@ -25,6 +27,16 @@ from kit.doubles.json_handler import JsonHandler
 from kit.doubles.openai_server import ScriptedOpenAIServer
 
 DEFAULT_MODEL = "claude-double-1"
+# Each server tool's result block type, by the tool's name (the API's).
+SERVER_RESULT = {
+    "web_search": "web_search_tool_result",
+    "web_fetch": "web_fetch_tool_result",
+    "code_execution": "code_execution_tool_result",
+    "bash_code_execution": "bash_code_execution_tool_result",
+    "text_editor_code_execution": "text_editor_code_execution_tool_result",
+    "tool_search_tool_regex": "tool_search_tool_result",
+    "tool_search_tool_bm25": "tool_search_tool_result",
+}
 
 
 def _tokens(text: str) -> int:
@@ -37,6 +49,10 @@ def build_message(response: dict[str, Any] | str, request: dict[str, Any], seq: 
     if isinstance(response, str):
         response = {"content": response}
     blocks: list[dict[str, Any]] = []
+    for i, tool in enumerate(response.get("server_tools") or []):
+        use_id = f"srvtoolu_{seq:02d}{i:02d}"
+        blocks.append({"type": "server_tool_use", "id": use_id, "name": tool["name"], "input": tool.get("input", {})})
+        blocks.append({"type": SERVER_RESULT[tool["name"]], "tool_use_id": use_id, "content": tool["result"]})
     if response.get("content"):
         blocks.append({"type": "text", "text": response["content"], "citations": None})
     for i, call in enumerate(response.get("tool_calls") or []):
@@ -76,6 +92,8 @@ def stream_events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
             text = block["text"]
             for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
                 yield {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}}
+        elif "input" not in block:  # a server tool's result: whole in its start event
+            yield {"type": "content_block_start", "index": i, "content_block": block}
         else:
             yield {"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}}
             raw = json.dumps(block["input"])

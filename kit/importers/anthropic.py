@@ -7,23 +7,35 @@ Read as the `anthropic` SDK gives them, each as JSON or `model_dump()`ed (the ru
   message carries `text`, `tool_use` (a call) and `thinking` blocks, and a user message `tool_result` blocks
   (`is_error: true` is the call's error) beside text, images and documents; a `Message` in the list stands
   for its assistant message;
+- a server tool (web search and fetch, code execution, tool search), which Anthropic runs within the model
+  call: its `server_tool_use` block is a call like any other, and its result block, in the same assistant
+  message, the call's result (an `..._error` content is the call's error, by its `error_code`);
 - streamed: the raw events (`message_start`, `content_block_*`, `message_delta`, `message_stop`),
   accumulated into their messages (a `MessageStream`'s final message is a `Message`).
 Tokens: `tokens_in` is all the prompt (`input_tokens` plus the cache's read and written tokens, as OpenAI's
 `prompt_tokens` counts it), and the cache's own counts stay beside it (`tokens_cache_read`, `..._write`).
-A block of any other type (a server tool's call, a Converse `toolUse`), an OpenAI `tool` message or
-`tool_calls` in the list is refused by name and place: never dropped, never an empty turn.
+A block of any other type (an MCP connector's call, a Converse `toolUse`, a server tool's result of a kind not
+listed here), an OpenAI `tool` message or `tool_calls` in the list is refused by name and place: never dropped,
+never an empty turn.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kit.errors import KitInputError
 from kit.importers.common import UnknownBlock, block_type, maybe_json, strict_text
 
+# The result blocks of the server tools Anthropic runs within a model call, each in the assistant message that
+# holds its `server_tool_use` (the SDK's types as of anthropic 2.17).
+SERVER_RESULTS = frozenset(
+    {"web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result"}
+    | {"bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result"}
+)
 # Blocks only Anthropic's messages carry: a list holding one is Anthropic's, not OpenAI's.
-ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
+ANTHROPIC_BLOCKS |= SERVER_RESULTS
 _REASONING = frozenset({"thinking", "redacted_thinking"})  # the model's hidden reasoning: no step of the agent
 _INPUT_ONLY = frozenset({"image", "document", "search_result"})  # what the user gave: no step either
 # The SDK's MessageStream yields, beside the raw events, its own helper events, which repeat what the deltas
@@ -152,7 +164,8 @@ def _result_text(content: Any, where: str) -> str:
 
 def to_openai(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Anthropic messages (or their stream events) as OpenAI chat messages, and the error of each tool call
-    whose result says `is_error`, by call id. UnknownBlock names what it cannot read, and where."""
+    whose result says `is_error` (a server tool's: holds an error), by call id. UnknownBlock names what it
+    cannot read, and where."""
     plain = [_plain(m) if not isinstance(m, dict) else m for m in items]
     if plain and all(is_stream_event(m) for m in plain):
         plain = accumulate(plain)
@@ -175,25 +188,32 @@ def to_openai(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
             continue
         blocks = [_plain(b) if not isinstance(b, str) else {"type": "text", "text": b} for b in content]
         if role == "assistant":
-            messages.append(_assistant(m, blocks, where))
+            messages += _assistant(m, blocks, where, errors)
         else:
             messages += _user(role, blocks, where, errors)
     return messages, errors
 
 
-def _assistant(m: dict[str, Any], blocks: list[dict[str, Any]], where: str) -> dict[str, Any]:
+def _assistant(
+    m: dict[str, Any], blocks: list[dict[str, Any]], where: str, errors: dict[str, str]
+) -> list[dict[str, Any]]:
+    """An assistant message, then a tool message for each server tool's result it holds (the call ran within
+    the model call, so its result is already there)."""
     msg: dict[str, Any] = {"role": "assistant", "content": None}
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for j, b in enumerate(blocks):
         kind = b.get("type")
         if kind == "text":
             texts.append(str(b.get("text") or ""))
-        elif kind == "tool_use":
+        elif kind in ("tool_use", "server_tool_use"):
             args = b.get("input")
             calls.append(
                 {"id": b.get("id"), "type": "function", "function": {"name": b.get("name"), "arguments": args}}
             )
+        elif kind in SERVER_RESULTS:
+            results.append(_server_result(b, f"{where}, content block {j}", errors))
         elif kind not in _REASONING:
             raise UnknownBlock(f"{where}, content block {j}: a {block_type(b)} block, which {READER} does not read")
     if texts:
@@ -207,7 +227,20 @@ def _assistant(m: dict[str, Any], blocks: list[dict[str, Any]], where: str) -> d
         msg["model"] = m["model"]
     if m.get("stop_reason") in _STOP:
         msg["finish_reason"] = _STOP[m["stop_reason"]]
-    return msg
+    return [msg, *results]
+
+
+def _server_result(b: dict[str, Any], where: str, errors: dict[str, str]) -> dict[str, Any]:
+    """A server tool's result block as the tool message of its call: its content as JSON text; an error content
+    (`{"type": "web_search_tool_result_error", "error_code": ...}`) the call's error."""
+    cid, content = b.get("tool_use_id"), b.get("content")
+    if not isinstance(cid, str):
+        raise UnknownBlock(f"{where}: a {block_type(b)} block with no tool_use_id, which {READER} does not read")
+    kind = content.get("type") if isinstance(content, dict) else None
+    if isinstance(kind, str) and kind.endswith("_error"):
+        errors[cid] = f"{kind}: {content.get('error_code') or 'no error_code'}"
+    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    return {"role": "tool", "tool_call_id": cid, "content": text}
 
 
 def _user(role: str, blocks: list[dict[str, Any]], where: str, errors: dict[str, str]) -> list[dict[str, Any]]:

@@ -130,9 +130,11 @@ def _openai_holding_tool_use() -> list[dict[str, Any]]:
     return messages
 
 
-def _anthropic_holding_server_tool() -> list[dict[str, Any]]:
+def _anthropic_holding_mcp_call() -> list[dict[str, Any]]:
+    """A call through the API's MCP connector (`mcp_tool_use`), which the reader does not read."""
     messages = _anthropic()
-    messages[3]["content"].append({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}})
+    use = {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "lookup_order", "server_name": "shop", "input": {}}
+    messages[3]["content"].append(use)
     return messages
 
 
@@ -163,7 +165,7 @@ SHAPES: dict[str, tuple[Callable[[], Any], list[tuple[str, dict[str, Any]]], str
     "anthropic": (_anthropic, ARGS, "tool_use|tool_result"),
     "anthropic-in-messages": (lambda: {"messages": _anthropic(), "model": "claude-x"}, ARGS, "tool_use|tool_result"),
     "anthropic-stream": (_anthropic_stream, ARGS[:1], "message_start|content_block|role"),
-    "anthropic-server-tool": (_anthropic_holding_server_tool, ARGS, "tool_use"),
+    "anthropic-mcp-connector": (_anthropic_holding_mcp_call, ARGS, "tool_use"),
     "converse": (_converse, ARGS, "toolUse|toolResult|'text'"),
     "gemini": (_gemini, ARGS, "function_call|function_response|parts|'model'"),
     "genai-parts": (_genai_parts, ARGS, "parts|content|role"),
@@ -248,8 +250,8 @@ def test_anthropic_messages_are_read_by_the_runner_and_by_kit_import(shape: str)
 
 
 def test_a_refusal_names_the_block_and_where_it_is() -> None:
-    with pytest.raises(UnknownResult, match=r"message 3, content block 1: a server_tool_use block"):
-        trace_dict(_anthropic_holding_server_tool(), "c")
+    with pytest.raises(UnknownResult, match=r"message 3, content block 1: a mcp_tool_use block"):
+        trace_dict(_anthropic_holding_mcp_call(), "c")
     with pytest.raises(UnknownResult, match=r"message 1, content block 0: a \{'function_call'\} block"):
         trace_dict([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"function_call": {}}]}], "c")
     with pytest.raises(KitInputError, match=r"message 3, content block 0: a tool_use block"):

@@ -1,0 +1,114 @@
+"""A server tool that Anthropic runs within the model call (web search here) is a call of the run, read as it
+comes from the `anthropic` SDK: the desk of tests/unit/_anthropic_desk.py against a scripted Messages server
+on 127.0.0.2, through the SDK's real client, whatever the desk returns (its kept blocks, dumped, its Message
+objects, streamed). The call's result is its output, an error result its error; it is one model call, one
+step. A block of a kind the reader does not know is still refused by name."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kit.case import load_suite
+from kit.doubles.anthropic_server import ScriptedAnthropicServer
+from kit.importers import convert
+from kit.runner import invoke
+from kit.runner.agents import load_agent
+from kit.runner.frameworks import UnknownResult, trace_dict
+from kit.trace import parse_trace
+
+QUERY = {"query": "ORD-7 refund policy"}
+FOUND = [
+    {
+        "type": "web_search_result",
+        "url": "https://shop.example/refunds",
+        "title": "Refunds",
+        "encrypted_content": "EqgfCioIARgBIiQ",
+        "page_age": "2026-11-02",
+    }
+]
+ERROR = {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}
+CASES = """\
+- id: policy
+  input: "What is the refund policy for ORD-7?"
+  checks:
+    - {type: called, tool: web_search}
+    - {type: arg, tool: web_search, key: query, expected: "ORD-7 refund policy"}
+    - {type: not_called, tool: issue_refund}
+    - {type: contains, text: "30 days"}
+    - {type: no_tool_errors}
+    - {type: budget, steps: 1}
+"""
+
+
+def _model(result: Any) -> Any:
+    def answer(body: dict[str, Any]) -> Any:
+        tool = {"name": "web_search", "input": QUERY, "result": result}
+        return {"server_tools": [tool], "content": "Refunds are taken within 30 days of delivery."}
+
+    return answer
+
+
+@pytest.fixture
+def case(tmp_path: Any) -> Any:
+    (tmp_path / "cases.yaml").write_text(CASES)
+    loaded = load_suite(tmp_path / "cases.yaml")
+    assert not loaded.errors
+    return loaded.cases[0]
+
+
+def _run(entry: str, case: Any, result: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with ScriptedAnthropicServer(_model(result), host="127.0.0.2") as srv:
+        monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
+        monkeypatch.delenv("DESK_BUG", raising=False)
+        return invoke(load_agent(f"_anthropic_desk:{entry}"), case, 0, timeout=60)
+
+
+@pytest.mark.parametrize("entry", ["kept", "dumped", "messages", "streamed"])
+def test_a_server_tools_call_is_a_call_of_the_run(entry: str, case: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = _run(entry, case, FOUND, monkeypatch)
+    assert run.case_run.error is None, run.case_run.error
+    assert [f"{r.name}: {r.reason}" for r in run.case_run.results if not r.passed] == []
+    trace = parse_trace(run.trace)
+    [call] = trace.tool_calls
+    assert (call.name, call.input, call.output, call.error) == ("web_search", QUERY, FOUND, None)
+    assert [s.kind for s in trace.spans].count("llm") == 1  # the search ran within the one model call
+    assert trace.final_output == "Refunds are taken within 30 days of delivery."
+
+
+def test_a_server_tools_error_is_the_calls_error(case: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = _run("dumped", case, ERROR, monkeypatch)
+    failed = {r.name: r.reason for r in run.case_run.results if not r.passed}
+    assert list(failed) == ["no_tool_errors"], failed
+    assert "web_search_tool_result_error: max_uses_exceeded" in failed["no_tool_errors"]
+    [call] = parse_trace(run.trace).tool_calls
+    assert call.error == "web_search_tool_result_error: max_uses_exceeded"
+
+
+def test_kit_import_reads_the_dumped_run_as_the_runner_does(case: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from _anthropic_desk import dumped
+
+    with ScriptedAnthropicServer(_model(FOUND), host="127.0.0.2") as srv:
+        monkeypatch.setenv("DESK_MODEL_URL", srv.base_url)
+        monkeypatch.delenv("DESK_BUG", raising=False)
+        returned = json.loads(json.dumps(dumped(case.input)))  # as a JSON file holds it
+    [imported] = convert(returned, case_id="policy")
+    assert [(s["name"], s["input"], s["output"]) for s in imported["spans"] if s["kind"] == "tool"] == [
+        ("web_search", QUERY, FOUND)
+    ]
+    assert imported["source_format"] == "anthropic"
+
+
+def test_a_result_block_of_an_unknown_kind_or_answering_no_call_is_refused_by_name() -> None:
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": QUERY}
+    future = {"type": "memory_tool_result", "tool_use_id": "srvtoolu_1", "content": {}}
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [use, future]}]
+    with pytest.raises(UnknownResult, match=r"message 1, content block 1: a memory_tool_result block"):
+        trace_dict(messages, "c")
+    with pytest.raises(UnknownResult, match=r"content block 0: a web_search_tool_result block with no tool_use_id"):
+        trace_dict([messages[0], {"role": "assistant", "content": [{"type": "web_search_tool_result"}]}], "c")
+    orphan = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_9", "content": FOUND}
+    with pytest.raises(UnknownResult, match=r"call id 'srvtoolu_9' answers no open call"):
+        trace_dict([messages[0], {"role": "assistant", "content": [orphan]}], "c")
