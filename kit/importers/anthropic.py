@@ -236,10 +236,13 @@ def _server_result(b: dict[str, Any], where: str, errors: dict[str, str]) -> dic
     cid, content = b.get("tool_use_id"), b.get("content")
     if not isinstance(cid, str):
         raise UnknownBlock(f"{where}: a {block_type(b)} block with no tool_use_id, which {READER} does not read")
+    if hasattr(content, "model_dump"):  # the SDK's error object, kept inside a dict block as it came
+        content = _plain(content)
     kind = content.get("type") if isinstance(content, dict) else None
     if isinstance(kind, str) and kind.endswith("_error"):
         errors[cid] = f"{kind}: {content.get('error_code') or 'no error_code'}"
-    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    # An SDK object kept inside the content as it came is dumped as the SDK dumps it.
+    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), default=lambda o: _plain(o) or str(o))
     return {"role": "tool", "tool_call_id": cid, "content": text}
 
 

@@ -112,3 +112,18 @@ def test_a_result_block_of_an_unknown_kind_or_answering_no_call_is_refused_by_na
     orphan = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_9", "content": FOUND}
     with pytest.raises(UnknownResult, match=r"call id 'srvtoolu_9' answers no open call"):
         trace_dict([messages[0], {"role": "assistant", "content": [orphan]}], "c")
+
+
+def test_the_sdks_objects_kept_inside_a_result_block_are_read_as_the_sdk_dumps_them() -> None:
+    """An agent that builds its own dict block around the SDK's content objects: the results are the SDK's
+    dump, and an error object is still the call's error."""
+    from anthropic.types import WebSearchResultBlock, WebSearchToolResultError
+
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": QUERY}
+    found = [WebSearchResultBlock.model_validate(FOUND[0])]
+    failed = WebSearchToolResultError.model_validate(ERROR)
+    for content, output, error in ((found, FOUND, None), (failed, ERROR, f"{ERROR['type']}: max_uses_exceeded")):
+        result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": content}
+        messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [use, result]}]
+        [call] = [s for s in trace_dict(messages, "c")["spans"] if s["kind"] == "tool"]
+        assert (call["output"], call.get("error")) == (output, error)
