@@ -227,7 +227,7 @@ def _command(
                 step.argv,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                env={**env, **step.env},
+                env={**env, **step.env, **groups.marked()},
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )

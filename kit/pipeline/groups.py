@@ -6,13 +6,16 @@ known here, and:
 - SIGTERM, SIGINT or SIGHUP to the pipeline ends every group (TERM, a moment, then KILL), then the pipeline;
 - the pipeline's parent (make) dying does the same, as a SIGTERM would;
 - the pipeline dying any other way (SIGKILL, a crash) is seen by a guard process, which holds the other end
-  of a pipe from the pipeline: at its end of file it ends every group still running.
+  of a pipe from the pipeline: at its end of file it ends every group still running, and every process that
+  carries the pipeline's mark in its environment (each tool gets it, and its children inherit it): a tool
+  started but not yet listed when the pipeline died, and whatever it started.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -25,29 +28,62 @@ GRACE_S = 1.0  # seconds a group has to exit after TERM before KILL
 PARENT_POLL_S = 0.5  # how often the pipeline asks whether its parent is still there
 ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
-# Run by `python -I -S -c _GUARD GRACE_S`: reads "+pgid" / "-pgid" lines; at end of file (the pipeline is gone, however
-# it went), ends the groups still listed. It ignores the signals that end the pipeline, so a Ctrl-C sent
-# to the whole terminal cannot take it down first.
+MARK = "KIT_STAGE_GUARD"  # the environment variable each tool gets, holding its pipeline's mark
+# Run by `python -I -S -c _GUARD GRACE_S MARK=VALUE`: reads "+pgid" / "-pgid" lines; at end of file (the pipeline is
+# gone, however it went), ends the groups still listed and the processes that carry the mark (read from /proc
+# where there is one). It ignores the signals that end the pipeline, so a Ctrl-C sent to the whole terminal
+# cannot take it down first.
 _GUARD = """
 import os, signal, sys, time
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
+mark = sys.argv[2].encode()
 live = set()
 for line in sys.stdin:
     (live.add if line[0] == "+" else live.discard)(int(line[1:]))
+
+def marked():
+    found = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if name.isdigit():
+            try:
+                with open("/proc/" + name + "/environ", "rb") as f:
+                    if mark in f.read().split(bytes(1)):
+                        found.add(int(name))
+            except OSError:
+                pass
+    return found
+
+def leads(pid):
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
 for sig in (signal.SIGTERM, signal.SIGKILL):
-    for pgid in live:
+    strays = marked()
+    for pgid in live | {pid for pid in strays if leads(pid)}:
         try:
             os.killpg(pgid, sig)
         except OSError:
             pass
-    if sig == signal.SIGTERM and live:
+    for pid in strays:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    if sig == signal.SIGTERM and (live or strays):
         time.sleep(float(sys.argv[1]))
 """
 
 _lock = threading.Lock()
 _live: set[int] = set()
 _guard: IO[str] | None = None
+_mark = ""  # this process's mark, set with its guard
 LAUNCH_WAIT_S = 2.0  # how long a stopping pipeline waits for the groups being started to be listed
 _launching = 0  # stage threads between starting a tool and listing its group
 _main_launching = False  # the main thread is there (a stage that runs alone)
@@ -56,10 +92,11 @@ _deferred: int | None = None  # a stop signal that came meanwhile, acted on once
 
 def _start_guard() -> IO[str]:
     """This process's guard, started on first use (the caller holds `_lock`)."""
-    global _guard
+    global _guard, _mark
     if _guard is None:
+        _mark = f"{os.getpid()}-{secrets.token_hex(8)}"
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _GUARD, str(GRACE_S)],
+            [sys.executable, "-I", "-S", "-c", _GUARD, str(GRACE_S), f"{MARK}={_mark}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -78,6 +115,13 @@ def _tell_guard(line: str) -> None:
         guard.flush()
     except OSError:  # the guard is gone: the signal handlers still end the groups
         pass
+
+
+def marked() -> dict[str, str]:
+    """The environment entry each tool is started with: the guard ends what carries it, listed or not."""
+    with _lock:
+        _start_guard()
+        return {MARK: _mark}
 
 
 def started(pgid: int) -> None:

@@ -166,3 +166,43 @@ def test_a_stop_between_a_tools_start_and_its_listing_ends_that_tool_too(tmp_pat
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(tool, signal.SIGKILL)
+
+
+# Killed outright between a tool's start and the listing of its group (a stage thread the host has not run
+# again yet): no handler runs, and the guard was never told of that group. The tool carries the pipeline's mark,
+# and so does what it started: the guard ends them by it.
+UNLISTED = """\
+import os, sys, time
+from pathlib import Path
+from kit.pipeline import groups
+from kit.pipeline.executor import Stage, Step, run_stages
+
+out = Path(sys.argv[1])
+listed = groups.started
+
+def late(pgid):
+    time.sleep(30)
+    listed(pgid)
+
+groups.started = late
+pids = out / "tool.pids"
+tool = ("sh", "-c", f"sleep 300 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; wait")
+run_stages([Stage("promptfoo", "promptfoo", (Step("promptfoo", tool),), timeout=600)], {"PATH": "/usr/bin:/bin"}, out)
+"""
+
+
+def test_a_pipeline_killed_before_it_listed_a_tools_group_still_takes_that_tool_with_it(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    pipeline = subprocess.Popen([sys.executable, "-c", UNLISTED, str(tmp_path)], env=env, stderr=subprocess.PIPE)
+    pids_file = tmp_path / "tool.pids"
+    try:
+        assert _wait(pids_file.exists, 60), "the tool never started"
+        tool = _pids(pids_file)  # the shell, which leads its group, and the sleep it left behind
+        pipeline.kill()
+        pipeline.wait(timeout=10)
+        assert _wait(lambda: all(map(_gone, tool)), 5), "the unlisted tool outlived the pipeline"
+    finally:
+        pipeline.kill()
+        if pids_file.exists():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(_pids(pids_file)[0], signal.SIGKILL)
