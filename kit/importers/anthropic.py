@@ -236,14 +236,25 @@ def _server_result(b: dict[str, Any], where: str, errors: dict[str, str]) -> dic
     cid, content = b.get("tool_use_id"), b.get("content")
     if not isinstance(cid, str):
         raise UnknownBlock(f"{where}: a {block_type(b)} block with no tool_use_id, which {READER} does not read")
+    text, error = server_result(content)
+    if error:
+        errors[cid] = error
+    return {"role": "tool", "tool_call_id": cid, "content": text}
+
+
+def server_result(content: Any) -> tuple[str, str | None]:
+    """A server tool's result content as the call's output (JSON text) and its error: an `..._error` content
+    (`{"type": "web_search_tool_result_error", "error_code": ...}`) is named by its type and code. The export's
+    reader (OpenInference's content) takes it the same way."""
     if hasattr(content, "model_dump"):  # the SDK's error object, kept inside a dict block as it came
         content = _plain(content)
     kind = content.get("type") if isinstance(content, dict) else None
+    error = None
     if isinstance(kind, str) and kind.endswith("_error"):
-        errors[cid] = f"{kind}: {content.get('error_code') or 'no error_code'}"
+        error = f"{kind}: {content.get('error_code') or 'no error_code'}"
     # An SDK object kept inside the content as it came is dumped as the SDK dumps it.
     text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), default=lambda o: _plain(o) or str(o))
-    return {"role": "tool", "tool_call_id": cid, "content": text}
+    return text, error
 
 
 def _user(role: str, blocks: list[dict[str, Any]], where: str, errors: dict[str, str]) -> list[dict[str, Any]]:

@@ -44,7 +44,7 @@ import orjson
 
 from kit.errors import KitInputError
 from kit.importers.agents import SpanAgents, handoff_marker, handoffs, named_graph, tree
-from kit.importers.anthropic import is_anthropic_message, to_openai
+from kit.importers.anthropic import SERVER_RESULTS, is_anthropic_message, server_result, to_openai
 from kit.importers.claude_code_otel import failed_tools, logged_answer, logged_tool_inputs, name_tools
 from kit.importers.common import (
     UnknownBlock,
@@ -365,10 +365,13 @@ def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
             calls = {tc["id"] for tc in msg.tool_calls}
             for j, c in enumerate(contents):
                 kind = c.get("message_content", {}).get("type", "text")
+                where = f"llm.{which}_messages.{len(out)}, content {j}"
+                if kind in SERVER_RESULTS:
+                    msg.tool_results.append(_server_result(c, calls, where))
+                    continue
                 # Anthropic's tool_use content is a copy of a call in `tool_calls`; one that is not there is refused.
                 copy = kind == "tool_use" and c.get("tool_call", {}).get("id") in calls - {None}
                 if kind not in ("text", "image") and not copy:
-                    where = f"llm.{which}_messages.{len(out)}, content {j}"
                     raise UnknownBlock(f"{where}: a {kind!r} content, which the importer does not read")
             parts = [
                 c.get("message_content", {})
@@ -382,6 +385,25 @@ def openinference_messages(attrs: dict[str, Any], which: str) -> list[Msg]:
             msg.text = text
         out.append(msg)
     return out
+
+
+def _server_result(c: dict[str, Any], calls: set[Any], where: str) -> dict[str, Any]:
+    """A result of a server tool Anthropic ran within the model call, as OpenInference writes it: a content of the
+    block's type whose text is the block as JSON. It answers a call of its own message (the Anthropic reader's
+    `server_result` reads its content)."""
+    kind = c["message_content"]["type"]
+    block = _json(c["message_content"].get("text"))
+    cid = block.get("tool_use_id") if isinstance(block, dict) else None
+    if cid is None or cid not in calls:
+        raise UnknownBlock(f"{where}: a {kind!r} content that answers no call of its message")
+    text, error = server_result(block.get("content"))
+    return {"id": cid, "name": None, "response": text, "error": error}
+
+
+def _open_calls(m: Msg) -> bool:
+    """Whether a model's output asks for a call it does not answer itself (a server tool's call is answered)."""
+    answered = {r.get("id") for r in m.tool_results}
+    return any(tc.get("id") not in answered for tc in m.tool_calls)
 
 
 def _openinference_values(attrs: dict[str, Any]) -> tuple[list[Msg], list[Msg]]:
@@ -726,6 +748,7 @@ class _Call:
     arguments: Any
     result: Any = None
     answered: bool = False
+    error: str | None = None  # what its result said went wrong (a server tool's error result)
     tool: _ToolSpan | None = None
     answered_at: int | None = None  # the place in the plan where its result was first seen
 
@@ -774,6 +797,9 @@ class _History:
             for tc in m.tool_calls:
                 self.seen[("call", tc.get("id"), tc.get("name"))] += 1
                 items.append(("call", self._new_call(tc)))
+            for r in m.tool_results:  # a server tool's result, in the output of the model call that ran it
+                self.seen[("result", r.get("id") or r.get("name"))] += 1
+                self._answer(r)
         return items
 
     def _new_call(self, tc: dict[str, Any]) -> _Call:
@@ -789,7 +815,7 @@ class _History:
         if not match and not rid:
             match = [c for c in open_calls if c.name == r.get("name")] or open_calls
         if match:
-            match[0].result, match[0].answered = r.get("response"), True
+            match[0].result, match[0].answered, match[0].error = r.get("response"), True, r.get("error")
             match[0].answered_at = self.position
 
     def join(self, t: _ToolSpan) -> _Call | None:
@@ -897,7 +923,7 @@ def build_trace(
     final_from_llm = None
     if last_llm is not None:
         texts = [m.text for m in last_llm.outputs if m.text]
-        pending = any(m.tool_calls for m in last_llm.outputs)
+        pending = any(_open_calls(m) for m in last_llm.outputs)
         final_from_llm = texts[-1] if texts and not pending else None
     # A conversation joined from several traces (one per turn) ends with its last trace's root.
     root = (roots[-1] if len({r.trace_id for r in roots}) > 1 else roots[0]) if roots else None
@@ -1044,7 +1070,7 @@ def _tool_span(t: _ToolSpan, call: _Call | None) -> dict[str, Any]:
 def _synth_tool(c: _Call) -> dict[str, Any]:
     args, arg_error = parse_arguments(c.arguments)
     output = maybe_json(c.result) if c.answered else None
-    error = arg_error or result_error(output)
+    error = arg_error or c.error or result_error(output)
     span = {"kind": "tool", "name": c.name, "input": args, "output": output, "error": error, "tool_call_id": c.id}
     if not c.answered:  # no tool span, and no later model input shows its result: asked for, never seen to run
         span["executed"] = False
@@ -1095,6 +1121,6 @@ def _finish(root: OtelSpan | None, last: _Llm | None, final: str | None) -> str 
         return "finish"
     # With content capture off (OpenTelemetry's default) the answer is not recorded, but the model said
     # it stopped without asking for a tool.
-    if any(r in _STOP for r in reasons) and not any(m.tool_calls for m in last.outputs):
+    if any(r in _STOP for r in reasons) and not any(_open_calls(m) for m in last.outputs):
         return "finish"
     return None

@@ -2,23 +2,29 @@
 comes from the `anthropic` SDK: the desk of tests/unit/_anthropic_desk.py against a scripted Messages server
 on 127.0.0.2, through the SDK's real client, whatever the desk returns (its kept blocks, dumped, its Message
 objects, streamed). The call's result is its output, an error result its error; it is one model call, one
-step. A block of a kind the reader does not know is still refused by name."""
+step. Its committed recording (tests/fixtures/frameworks/, record.py's `anthropic_server_tool`: the real SDK and
+OpenInference's instrumentation) gives the same verdicts and calls from its return value and from its OTLP JSON
+export. A block of a kind the reader does not know is still refused by name."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kit.case import load_suite
 from kit.doubles.anthropic_server import ScriptedAnthropicServer
-from kit.importers import convert
+from kit.errors import KitInputError
+from kit.evaluate import evaluate
+from kit.importers import convert, import_file
 from kit.runner import invoke
 from kit.runner.agents import load_agent
 from kit.runner.frameworks import UnknownResult, trace_dict
 from kit.trace import parse_trace
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 QUERY = {"query": "ORD-7 refund policy"}
 FOUND = [
     {
@@ -127,3 +133,32 @@ def test_the_sdks_objects_kept_inside_a_result_block_are_read_as_the_sdk_dumps_t
         messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [use, result]}]
         [call] = [s for s in trace_dict(messages, "c")["spans"] if s["kind"] == "tool"]
         assert (call["output"], call.get("error")) == (output, error)
+
+
+@pytest.mark.parametrize("recording", ["anthropic_server_tool", "anthropic_server_tool_error"])
+def test_the_recorded_return_value_and_its_export_give_the_same_verdicts_and_calls(recording: str, case: Any) -> None:
+    returned = parse_trace(
+        {**trace_dict(json.loads((FIXTURES / f"{recording}_desk.json").read_text()), "policy"), "case_id": "policy"}
+    )
+    [exported_dict] = import_file(FIXTURES / f"otel-{recording}.json")
+    exported = parse_trace(exported_dict)
+    want = {"no_tool_errors"} if recording.endswith("_error") else set()
+    for trace in (returned, exported):
+        assert {r.name for r in evaluate(trace, case).results if not r.passed} == want, trace.source_format
+    assert [(c.name, c.input, c.output, c.error) for c in exported.tool_calls] == [
+        (c.name, c.input, c.output, c.error) for c in returned.tool_calls
+    ]
+    assert [s.kind for s in exported.spans].count("llm") == 1  # OpenInference's span and the SDK's: one call
+    assert exported.final_output == returned.final_output and exported.finish_reason == "finish"
+
+
+def test_an_exported_result_that_answers_no_call_of_its_message_is_refused_by_name(tmp_path: Path) -> None:
+    doc = json.loads((FIXTURES / "otel-anthropic_server_tool.json").read_text())
+    key = "llm.output_messages.0.message.contents.1.message_content.text"
+    for span in (s for r in doc["resourceSpans"] for ss in r["scopeSpans"] for s in ss["spans"]):
+        for a in span["attributes"]:
+            if a["key"] == key:
+                a["value"]["stringValue"] = a["value"]["stringValue"].replace("srvtoolu_", "other_")
+    (tmp_path / "export.json").write_text(json.dumps(doc))
+    with pytest.raises(KitInputError, match=r"content 1: a 'web_search_tool_result' content that answers no call"):
+        import_file(tmp_path / "export.json")
