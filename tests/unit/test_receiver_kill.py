@@ -100,7 +100,7 @@ def test_sigterm_mid_stream_judges_what_is_complete_keeps_the_rest_and_a_restart
     proc.stdout.close()  # type: ignore[union-attr]
     proc.stderr.close()  # type: ignore[union-attr]
     # The stop is taken at once, whatever thread the kernel hands the signal: while the main thread looked every
-    # 0.2 s, a sender on a quiet host got 120-160 more batches in.
+    # 0.2 s, a sender on a quiet host got 100-140 more batches in.
     assert 20 <= len(acked) < 20 + 40
     # What was acknowledged and complete was judged before the exit; the rootless trace waits in the log.
     assert set(stored(tmp_path)) == set(acked)
