@@ -7,7 +7,35 @@ store.finish_run(run_id)                   # merges the spools into the DuckDB f
 with store.connect() as con: ...           # read (merges first)
 """
 
-from kit.store.api import DEFAULT_PATH, Store, current_git_sha, new_run_id, open_store
-from kit.store.lock import StoreError
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use: a process that only needs the store's row shapes (kit.store.rows, say: a Promptfoo
+# worker) would otherwise import DuckDB, about 0.13 CPU-s, a third of such a worker's start.
+_LAZY = {
+    "DEFAULT_PATH": "kit.store.api",
+    "Store": "kit.store.api",
+    "current_git_sha": "kit.store.api",
+    "new_run_id": "kit.store.api",
+    "open_store": "kit.store.api",
+    "StoreError": "kit.store.lock",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kit.store.api import DEFAULT_PATH, Store, current_git_sha, new_run_id, open_store
+    from kit.store.lock import StoreError
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kit.store' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["DEFAULT_PATH", "Store", "StoreError", "current_git_sha", "new_run_id", "open_store"]

@@ -14,11 +14,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from kit import duck
 from kit.errors import KitInputError
+
+if TYPE_CHECKING:
+    import duckdb
 
 # None: the settings' store_lock_timeout (KIT_STORE_LOCK_TIMEOUT), read when a writer first waits.
 DEFAULT_TIMEOUT_S: float | None = None
@@ -95,6 +97,8 @@ def exclusive(lock_path: Path, timeout_s: float | None = None) -> Iterator[None]
 
 def connect(db_path: Path, timeout_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the file, waiting out a lock held by some other program."""
+    import duckdb
+
     timeout_s = _default_timeout() if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     delay = 0.01

@@ -7,11 +7,13 @@ written by any older kit opens in a newer one without losing a row.
 from __future__ import annotations
 
 from functools import cache
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from kit import duck
 from kit.store.lock import StoreError
+
+if TYPE_CHECKING:
+    import duckdb
 
 # Each entry upgrades the file from version i to i+1. Never edit a shipped migration: append a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
