@@ -12,7 +12,9 @@ It skips `npx` itself, which would start a Node 20 process only to look the bina
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -45,12 +47,40 @@ def offline_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
 STATE_LOCK = ".kit-state.lock"
 
 
+def pristine_database(exe: Path) -> Path | None:
+    """Where a copy of the database Promptfoo `exe` creates, before it holds anything, is kept: beside the
+    installed packages, under Promptfoo's version (another version may create other tables). None when the
+    version cannot be read."""
+    modules = exe.parent.parent
+    try:
+        version = json.loads((modules / "promptfoo" / "package.json").read_text(encoding="utf-8"))["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(version, str) or not version.replace(".", "").replace("-", "").isalnum():
+        return None
+    return modules / f".kit-promptfoo-{version}.db"
+
+
+def _copied(source: Path, target: Path) -> bool:
+    """`source` copied to `target` whole or not at all (a temporary file renamed into place)."""
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        return False
+    return True
+
+
 def created_state(exe: Path, env: Mapping[str, str]) -> str | None:
     """Promptfoo's database in the state folder `env` names, created by one Promptfoo command alone: Promptfoo
     creates its tables with no lock between processes, so two started at once on a fresh folder (a pipeline's
     eval and red team, two pipelines in one checkout, a CI machine's first run) can both create them and one
     fails ("table `datasets` already exists"). Launches take turns on a file lock until it exists; once it
-    does, the lock is free at once. None, or what went wrong."""
+    does, the lock is free at once. The first database this Promptfoo creates is kept (`pristine_database`), and
+    a later fresh folder gets a copy of it: no Promptfoo start (about 2 CPU-s) just to create its tables. None,
+    or what went wrong."""
     state = Path(env["PROMPTFOO_CONFIG_DIR"])
     database = state / "promptfoo.db"
     try:
@@ -60,15 +90,22 @@ def created_state(exe: Path, env: Mapping[str, str]) -> str | None:
         if database.exists():
             return None
         return f"Promptfoo's state folder {state}: {e.strerror or e}"
+    pristine = pristine_database(exe)
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if database.exists():
+            return None
+        if pristine is not None and pristine.is_file() and _copied(pristine, database):
             return None
         argv = [str(exe), "list", "evals", "-n", "1"]
         try:
             proc = subprocess.run(argv, env=dict(env), capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
             return f"creating Promptfoo's database in {state} (promptfoo list evals) took over 600 s"
+        # Kept only when whole in its one file: a write-ahead log beside it would hold part of it.
+        beside = [database.with_name(database.name + end) for end in ("-wal", "-journal")]
+        if proc.returncode == 0 and pristine is not None and database.is_file() and not any(map(Path.exists, beside)):
+            _copied(database, pristine)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
         return f"creating Promptfoo's database in {state} (promptfoo list evals) exited {proc.returncode}:\n{tail}"

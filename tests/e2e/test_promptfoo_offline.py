@@ -126,6 +126,34 @@ def test_a_fresh_state_folder_is_created_by_one_launch_while_the_others_wait_the
     assert time.perf_counter() - started < 1  # no Promptfoo started: it exists
 
 
+@needs_promptfoo
+def test_a_fresh_state_folder_gets_a_copy_of_the_first_database_this_promptfoo_created(tmp_path: Path) -> None:
+    """Creating the tables starts a Promptfoo (about 2 CPU-s); the first database an installed Promptfoo creates is
+    kept beside it, under its version, and a later fresh folder gets a copy that Promptfoo runs on."""
+    modules = tmp_path / "node_modules"  # the kit's own Promptfoo, in a folder of its own (no kept copy yet)
+    (modules / ".bin").mkdir(parents=True)
+    (modules / ".bin" / "promptfoo").symlink_to(run_promptfoo.promptfoo_bin(ROOT).resolve())
+    (modules / "promptfoo").symlink_to((ROOT / "node_modules" / "promptfoo").resolve())
+    exe = modules / ".bin" / "promptfoo"
+    base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
+    env = run_promptfoo.offline_env(ROOT, base=base)
+    version = run_promptfoo.pristine_database(exe)
+    assert version is not None and version.parent == modules and not version.exists()
+
+    env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "first")
+    assert run_promptfoo.created_state(exe, env) is None
+    assert version.is_file() and version.read_bytes() == (tmp_path / "first" / "promptfoo.db").read_bytes()
+
+    env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "second")
+    started = time.perf_counter()
+    assert run_promptfoo.created_state(exe, env) is None
+    assert time.perf_counter() - started < 1  # copied: no Promptfoo started
+    assert (tmp_path / "second" / "promptfoo.db").read_bytes() == version.read_bytes()
+    assert not [p.name for p in modules.iterdir() if p.name.endswith(".partial")]
+    listed = subprocess.run([str(exe), "list", "evals"], env=env, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+
+
 def test_a_state_folder_that_cannot_hold_the_lock_is_named_never_a_traceback(tmp_path: Path) -> None:
     exe = run_promptfoo.promptfoo_bin(ROOT)
     (tmp_path / "file").write_text("")
