@@ -31,8 +31,7 @@ front ends (Promptfoo) can read the rubric file without paying DeepEval's ~2 s i
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kit.lazy import loader
 
 _LAZY = {
     "load_cases": "deepeval_metrics.api",
@@ -59,13 +58,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'deepeval_metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = loader(__name__, _LAZY, globals())
 
 __all__ = sorted(_LAZY)

@@ -6,7 +6,9 @@ are loaded on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kit.lazy import loader
 
 __version__ = "0.1.0"
 
@@ -35,15 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kit.trace import Span, Trace, load_trace, load_traces
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kit' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = loader(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

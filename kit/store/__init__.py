@@ -9,10 +9,12 @@ with store.connect() as con: ...           # read (merges first)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kit.lazy import loader
 
 # Loaded on first use: a process that only needs the store's row shapes (kit.store.rows, say: a Promptfoo
-# worker) would otherwise import DuckDB, about 0.13 CPU-s, a third of such a worker's start.
+# worker) would otherwise import DuckDB, about 0.07 CPU-s, a fifth of such a worker's start (bench/promptfoo_start.py).
 _LAZY = {
     "DEFAULT_PATH": "kit.store.api",
     "Store": "kit.store.api",
@@ -27,15 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from kit.store.lock import StoreError
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kit.store' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = loader(__name__, _LAZY, globals())
 
 __all__ = ["DEFAULT_PATH", "Store", "StoreError", "current_git_sha", "new_run_id", "open_store"]
