@@ -73,6 +73,16 @@ def _copied(source: Path, target: Path) -> bool:
     return True
 
 
+def _is_sqlite(path: Path) -> bool:
+    """Whether `path` is a file that starts as every SQLite database does (a kept copy that does not is made
+    again, never handed to Promptfoo)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def created_state(exe: Path, env: Mapping[str, str]) -> str | None:
     """Promptfoo's database in the state folder `env` names, created by one Promptfoo command alone: Promptfoo
     creates its tables with no lock between processes, so two started at once on a fresh folder (a pipeline's
@@ -95,7 +105,7 @@ def created_state(exe: Path, env: Mapping[str, str]) -> str | None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if database.exists():
             return None
-        if pristine is not None and pristine.is_file() and _copied(pristine, database):
+        if pristine is not None and _is_sqlite(pristine) and _copied(pristine, database):
             return None
         argv = [str(exe), "list", "evals", "-n", "1"]
         try:

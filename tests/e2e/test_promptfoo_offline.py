@@ -153,6 +153,14 @@ def test_a_fresh_state_folder_gets_a_copy_of_the_first_database_this_promptfoo_c
     listed = subprocess.run([str(exe), "list", "evals"], env=env, capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr[-2000:]
 
+    # A kept copy that is not a database (truncated, overwritten) is never handed on: Promptfoo makes the next
+    # folder's, and that one is kept instead.
+    version.write_bytes(b"not a database")
+    env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "third")
+    assert run_promptfoo.created_state(exe, env) is None
+    made = (tmp_path / "third" / "promptfoo.db").read_bytes()
+    assert made.startswith(b"SQLite format 3\x00") and version.read_bytes() == made
+
 
 def test_a_state_folder_that_cannot_hold_the_lock_is_named_never_a_traceback(tmp_path: Path) -> None:
     exe = run_promptfoo.promptfoo_bin(ROOT)
