@@ -100,11 +100,11 @@ def created_state(exe: Path, env: Mapping[str, str]) -> str | None:
         if database.exists():
             return None
         return f"Promptfoo's state folder {state}: {e.strerror or e}"
-    pristine = pristine_database(exe)
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if database.exists():
             return None
+        pristine = pristine_database(exe)  # read only on a fresh folder: most launches find the database
         if pristine is not None and _is_sqlite(pristine) and _copied(pristine, database):
             return None
         argv = [str(exe), "list", "evals", "-n", "1"]
