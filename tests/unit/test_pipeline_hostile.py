@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _procs import gone, wait_for
 
 from kit.pipeline import executor
 from kit.pipeline.evals import _broken
@@ -78,18 +79,7 @@ def test_a_child_left_holding_the_output_does_not_hold_the_stage(
     log = (tmp_path / "agent.log").read_text()
     assert "tool done" in log and "holds its output open: stopped after 0.5 s" in log
     child = int(pid_file.read_text())
-    until = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < until:
-        time.sleep(0.05)
-    assert not _alive(child), "the child holding the output outlived its stage"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    assert wait_for(lambda: gone(child), 10), "the child holding the output outlived its stage"
 
 
 def test_make_variables_never_reach_a_shell(tmp_path: Path) -> None:

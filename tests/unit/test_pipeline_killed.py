@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _procs import gone, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HOW = ("SIGTERM", "SIGINT", "SIGKILL", "parent-dies")
@@ -57,23 +58,6 @@ for _ in children:
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def _wait(what, seconds: float) -> bool:
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        if what():
-            return True
-        time.sleep(0.05)
-    return what()
-
-
 def _pids(path: Path) -> list[int]:
     return [int(p) for p in path.read_text().split()]
 
@@ -90,11 +74,11 @@ def test_every_stages_processes_end_with_make_evals_however_it_is_stopped(tmp_pa
     )
     try:
         files = [tmp_path / how / f"{stage}.pids" for how in HOW for stage in ("promptfoo", "redteam")]
-        assert _wait(lambda: all(f.exists() for f in files), 60), "the stages never started"
+        assert wait_for(lambda: all(f.exists() for f in files), 60), "the stages never started"
         stage_pids = {
             how: _pids(tmp_path / how / "promptfoo.pids") + _pids(tmp_path / how / "redteam.pids") for how in HOW
         }
-        assert not any(_gone(pid) for pids in stage_pids.values() for pid in pids)
+        assert not any(gone(pid) for pids in stage_pids.values() for pid in pids)
         started = time.monotonic()
         for how in HOW:
             if how == "parent-dies":
@@ -103,9 +87,11 @@ def test_every_stages_processes_end_with_make_evals_however_it_is_stopped(tmp_pa
                 os.kill(_pids(tmp_path / how / "pipeline.pid")[0], getattr(signal, how))
         _, stderr = launcher.communicate(timeout=10)
         for how in HOW:
-            assert _wait(lambda how=how: all(map(_gone, stage_pids[how])), 5), f"{how}: a stage's process outlived make"
+            assert wait_for(lambda how=how: all(map(gone, stage_pids[how])), 5), (
+                f"{how}: a stage's process outlived make"
+            )
         pipeline = _pids(tmp_path / "parent-dies" / "pipeline.pid")[0]
-        assert _wait(lambda: _gone(pipeline), 5), "the pipeline outlived its parent"
+        assert wait_for(lambda: gone(pipeline), 5), "the pipeline outlived its parent"
         # Told to stop, the pipeline ends its groups, says so, and exits as the signal says.
         for how in ("SIGTERM", "SIGINT"):
             assert (tmp_path / how / "exit").read_text() == str(128 + getattr(signal, how))
@@ -162,7 +148,7 @@ def test_a_stop_between_a_tools_start_and_its_listing_ends_that_tool_too(tmp_pat
     try:
         assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
         assert "stopped by SIGTERM; 1 stage process group(s) ended" in proc.stderr
-        assert _wait(lambda: _gone(tool), 3), "the tool outlived the pipeline"
+        assert wait_for(lambda: gone(tool), 3), "the tool outlived the pipeline"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(tool, signal.SIGKILL)
@@ -196,11 +182,11 @@ def test_a_pipeline_killed_before_it_listed_a_tools_group_still_takes_that_tool_
     pipeline = subprocess.Popen([sys.executable, "-c", UNLISTED, str(tmp_path)], env=env, stderr=subprocess.PIPE)
     pids_file = tmp_path / "tool.pids"
     try:
-        assert _wait(pids_file.exists, 60), "the tool never started"
+        assert wait_for(pids_file.exists, 60), "the tool never started"
         tool = _pids(pids_file)  # the shell, which leads its group, and the sleep it left behind
         pipeline.kill()
         pipeline.wait(timeout=10)
-        assert _wait(lambda: all(map(_gone, tool)), 5), "the unlisted tool outlived the pipeline"
+        assert wait_for(lambda: all(map(gone, tool)), 5), "the unlisted tool outlived the pipeline"
     finally:
         pipeline.kill()
         if pids_file.exists():
