@@ -174,6 +174,14 @@ def _alive(pid: int) -> bool:
 _session: SharedRuns | None = None
 
 
+def earlier(name: str) -> Any:
+    """Within a shared run: the result of a run declared before it in its stream (done by then: a stream runs
+    its runs in order)."""
+    if _session is None:
+        raise SharedRunError(f"shared run {name}: asked for outside a session")
+    return _session.result(name)
+
+
 def environ() -> dict[str, str]:
     """The environment a shared run starts its commands from (a copy: change it freely)."""
     return dict(_session.environ) if _session is not None else dict(os.environ)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from shared_runs import environ, shared_run
+from shared_runs import earlier, environ, shared_run
 
 from kit.doubles.attacker import ScriptedAttacker
 from kit_promptfoo import run_promptfoo
@@ -175,26 +175,41 @@ def test_against_the_sound_agent_no_invariant_is_violated(repo: Path) -> None:
     assert all(x["success"] for x in results), [x["gradingResult"]["reason"] for x in results if not x["success"]]
 
 
-def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run, tmp_path: Path) -> None:
+@shared_run("redteam-adaptive")
+def kept_run(tmp: Path) -> tuple[list[subprocess.CompletedProcess[str]], str, list[dict], list[dict]]:
+    """`kit redteam keep` twice on a copy of the fault run's repository (its store and attacks are read by the
+    other tests), then the red teams of the fault and the sound agent with no attacker: both keeps, the attacks
+    file, and both red teams' results."""
+    repo = tmp / "repo"
+    shutil.copytree(earlier("fault_run")[0], repo, symlinks=True)
+    keep = [sys.executable, "-m", "kit.cli", "redteam", "keep", "latest", "--attacks", str(repo / "attacks.yaml")]
+    env = _env(repo, environ())
+    keeps = [subprocess.run(keep, cwd=repo, env=env, capture_output=True, text=True, timeout=60) for _ in range(2)]
+    attacks = (repo / "attacks.yaml").read_text()
+    if keeps[0].returncode != 0:
+        return keeps, attacks, [], []
+    return (
+        keeps,
+        attacks,
+        _red_team(repo, "desk:fault", None, base=environ()),
+        _red_team(repo, "desk:sound", None, base=environ()),
+    )
+
+
+def test_kept_conversations_fail_the_same_agent_with_no_attacker(fault_run, kept_run) -> None:
     """`kit redteam keep` writes the conversation that broke the suite's invariant into the attacks file, with the
     invariant; the next red team, with no attacker at all, replays it on one fresh agent and the oracle fails it by
     that invariant (which the red team's own invariants lack); the sound agent passes it."""
-    # A copy of the shared run's repository: this test writes its attacks and store, which other tests read.
-    repo = tmp_path / "repo"
-    shutil.copytree(fault_run[0], repo, symlinks=True)
-    keep = [sys.executable, "-m", "kit.cli", "redteam", "keep", "latest", "--attacks", str(repo / "attacks.yaml")]
-    done = subprocess.run(keep, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=60)
+    (done, again), attacks, results, sound = kept_run
     assert done.returncode == 0, done.stderr
     assert "refund_safety: guarded:issue_refund broken in turn 3 of 3 kept" in done.stdout
-    assert '"invariant": "refund_safety", "check": "guarded:issue_refund"' in (repo / "attacks.yaml").read_text()
-    again = subprocess.run(keep, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=60)
+    assert '"invariant": "refund_safety", "check": "guarded:issue_refund"' in attacks
     assert "0 conversations added" in again.stdout  # kept once
-    results = _red_team(repo, "desk:fault", None)
+    assert "refund_safety" not in (fault_run[0] / "attacks.yaml").read_text()  # kept in the copy only
     [kept] = [r for r in results if str(r["testCase"]["metadata"]["case_id"]).startswith("redteam/kept-")]
     assert kept["success"] is False
     assert "issue_refund (step 1) called before any confirm_refund" in kept["gradingResult"]["reason"]
     assert all(r["success"] for r in results if r is not kept)  # the static attacks alone never find it
-    sound = _red_team(repo, "desk:sound", None)
     assert all(r["success"] for r in sound), [r["gradingResult"]["reason"] for r in sound if not r["success"]]
     assert any(str(r["testCase"]["metadata"]["case_id"]).startswith("redteam/kept-") for r in sound)
 
