@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 
 NO_EXTENSIONS: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+# How a database file starts: SQLite's header opens with this; DuckDB's holds DUCKDB_MAGIC at byte 8.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DUCKDB_MAGIC = b"DUCK"
 
 
 def connect(database: str = ":memory:", *, read_only: bool = False, config: dict[str, Any] | None = None) -> Any:
@@ -38,8 +41,8 @@ def foreign_file(path: Path) -> str | None:
             head = f.read(16)
     except OSError:
         return None
-    if head.startswith(b"SQLite format 3\x00"):
+    if head.startswith(SQLITE_MAGIC):
         return "it is a SQLite database, not a DuckDB file"
-    if len(head) < 12 or head[8:12] != b"DUCK":
+    if len(head) < 12 or head[8:12] != DUCKDB_MAGIC:
         return "it is not a DuckDB file"
     return None

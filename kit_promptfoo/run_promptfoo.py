@@ -20,6 +20,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kit.duck import SQLITE_MAGIC
 from kit.offline import promptfoo_env
 
 
@@ -78,7 +79,7 @@ def _is_sqlite(path: Path) -> bool:
     again, never handed to Promptfoo)."""
     try:
         with path.open("rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
 

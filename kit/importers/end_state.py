@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit.duck import DUCKDB_MAGIC, SQLITE_MAGIC
 from kit.errors import KitInputError
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-DUCKDB_MAGIC = b"DUCK"  # at offset 8 of a DuckDB database file
 
 # The column types an end state may declare: what JSON values load into without loss of meaning. Anything else
 # (nested, blob, interval, enum, ...) is inferred from the values instead.
