@@ -183,7 +183,8 @@ def kept_run(tmp: Path) -> tuple[list[subprocess.CompletedProcess[str]], str, li
     repo = tmp / "repo"
     shutil.copytree(earlier("fault_run")[0], repo, symlinks=True)
     keep = [sys.executable, "-m", "kit.cli", "redteam", "keep", "latest", "--attacks", str(repo / "attacks.yaml")]
-    env = _env(repo, environ())
+    base = environ()
+    env = _env(repo, base)
     keeps = [subprocess.run(keep, cwd=repo, env=env, capture_output=True, text=True, timeout=60) for _ in range(2)]
     attacks = (repo / "attacks.yaml").read_text()
     if keeps[0].returncode != 0:
@@ -191,8 +192,8 @@ def kept_run(tmp: Path) -> tuple[list[subprocess.CompletedProcess[str]], str, li
     return (
         keeps,
         attacks,
-        _red_team(repo, "desk:fault", None, base=environ()),
-        _red_team(repo, "desk:sound", None, base=environ()),
+        _red_team(repo, "desk:fault", None, base=base),
+        _red_team(repo, "desk:sound", None, base=base),
     )
 
 
