@@ -83,9 +83,11 @@ def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_p
     base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
     env = run_promptfoo.offline_env(ROOT, base=base)
     env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
+    env["NODE_COMPILE_CACHE"] = str(tmp_path / "compiled")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "1 passed" in proc.stdout
+    assert any(p.is_file() for p in (tmp_path / "compiled").rglob("*"))  # the pinned Node kept its code cache
     traced = log.read_text()
     assert "connect(" in traced  # strace saw the run (the beacon's refused connect to 127.0.0.1 at least)
     assert non_local_peers(traced) == []

@@ -35,6 +35,14 @@ def test_the_promptfoo_launcher_sets_every_flag_and_the_dead_proxy(tmp_path: Pat
     assert "HTTPS_PROXY" not in online
 
 
+def test_promptfoo_keeps_its_compiled_code_beside_its_packages_unless_the_user_keeps_it_elsewhere(
+    tmp_path: Path,
+) -> None:
+    kept = tmp_path / "node_modules" / ".cache" / "node-compile-cache"
+    assert offline_env(tmp_path, {})["NODE_COMPILE_CACHE"] == str(kept)
+    assert offline_env(tmp_path, {"NODE_COMPILE_CACHE": "/var/cache/node"})["NODE_COMPILE_CACHE"] == "/var/cache/node"
+
+
 def test_deepeval_is_quieted_with_the_same_flags() -> None:
     env = {"DEEPEVAL_TELEMETRY_OPT_OUT": "0", "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://corp:3128"}
     quiet_offline(env)
