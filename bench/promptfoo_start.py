@@ -3,9 +3,11 @@
 - `worker`: one Python worker of Promptfoo's provider (`import kit_promptfoo.agent_provider`, what each worker
   runs before its first call; Promptfoo starts one per call in flight);
 - `fresh state`: a launch on a fresh state folder making Promptfoo's database (`run_promptfoo.created_state`:
-  the kit's Promptfoo launcher, once per checkout, CI machine and test copy).
+  the kit's Promptfoo launcher, once per checkout, CI machine and test copy);
+- `node start`: Promptfoo itself started (`promptfoo --version`) in the environment the launcher gives it
+  (`run_promptfoo.offline_env`), the Node part of every eval and red team the kit launches.
 
-    .venv/bin/python bench/promptfoo_start.py [--baseline 196d351] [--rounds 7] [--json bench/promptfoo_start.json]
+    .venv/bin/python bench/promptfoo_start.py [--baseline 77de15e] [--rounds 7] [--json bench/promptfoo_start.json]
 
 Each measurement is a fresh interpreter; its CPU time is its own and its children's (`os.wait4`). Medians over
 the rounds, the two revisions alternating first (the machine is shared).
@@ -39,6 +41,15 @@ problem = run_promptfoo.created_state(run_promptfoo.promptfoo_bin(root), env)
 assert problem is None, problem
 assert (Path(sys.argv[2]) / "promptfoo.db").is_file()
 """
+# Promptfoo started as the launcher starts it (its environment), waited for: its CPU is this process's child's.
+NODE_START = """
+import os, subprocess, sys
+from pathlib import Path
+from kit_promptfoo import run_promptfoo
+root = Path(sys.argv[1])
+env = run_promptfoo.offline_env(root, {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"})
+subprocess.run([str(run_promptfoo.promptfoo_bin(root)), "--version"], env=env, check=True, stdout=subprocess.DEVNULL)
+"""
 
 
 def timed(argv: list[str], pythonpath: Path, cwd: Path) -> tuple[float, float]:
@@ -57,13 +68,13 @@ def timed(argv: list[str], pythonpath: Path, cwd: Path) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", default="196d351", metavar="REV", help="the kit to compare with (196d351)")
+    ap.add_argument("--baseline", default="77de15e", metavar="REV", help="the kit to compare with (77de15e)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if not (ROOT / "node_modules" / ".bin" / "promptfoo").exists():
         raise SystemExit("needs Promptfoo: make promptfoo-install")
-    figures: dict[str, dict[str, list[tuple[float, float]]]] = {"worker": {}, "fresh state": {}}
+    figures: dict[str, dict[str, list[tuple[float, float]]]] = {"worker": {}, "fresh state": {}, "node start": {}}
     with tempfile.TemporaryDirectory(prefix="bench-pf-") as scratch:
         tmp = Path(scratch)
         old = extract(args.baseline, tmp / "baseline", ("kit", "kit_promptfoo"))
@@ -77,6 +88,9 @@ def main() -> int:
                 state = tmp / f"state-{name}-{rnd}"
                 figures["fresh state"].setdefault(name, []).append(
                     timed([sys.executable, "-c", FRESH, str(ROOT), str(state)], path, tmp)
+                )
+                figures["node start"].setdefault(name, []).append(
+                    timed([sys.executable, "-c", NODE_START, str(ROOT)], path, tmp)
                 )
     out: dict[str, object] = {"date": time.strftime("%Y-%m-%d"), "rounds": args.rounds, "baseline": args.baseline}
     for what, by_rev in figures.items():
