@@ -29,27 +29,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline import ROOT, extract
 
 WORKER = "import kit_promptfoo.agent_provider"
-# One launch's database step on a fresh folder, with the offline environment the launcher gives Promptfoo.
-FRESH = """
-import os, sys
-from pathlib import Path
-from kit_promptfoo import run_promptfoo
-root = Path(sys.argv[1])
-env = run_promptfoo.offline_env(root, {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"})
-env["PROMPTFOO_CONFIG_DIR"] = sys.argv[2]
-problem = run_promptfoo.created_state(run_promptfoo.promptfoo_bin(root), env)
-assert problem is None, problem
-assert (Path(sys.argv[2]) / "promptfoo.db").is_file()
-"""
-# Promptfoo started as the launcher starts it (its environment), waited for: its CPU is this process's child's.
-NODE_START = """
+# The offline environment the launcher gives Promptfoo, for the checkout at argv[1].
+LAUNCHER_ENV = """
 import os, subprocess, sys
 from pathlib import Path
 from kit_promptfoo import run_promptfoo
 root = Path(sys.argv[1])
 env = run_promptfoo.offline_env(root, {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"})
+"""
+# One launch's database step on a fresh folder.
+FRESH = (
+    LAUNCHER_ENV
+    + """
+env["PROMPTFOO_CONFIG_DIR"] = sys.argv[2]
+problem = run_promptfoo.created_state(run_promptfoo.promptfoo_bin(root), env)
+assert problem is None, problem
+assert (Path(sys.argv[2]) / "promptfoo.db").is_file()
+"""
+)
+# Promptfoo started as the launcher starts it, waited for: its CPU is this process's child's.
+NODE_START = (
+    LAUNCHER_ENV
+    + """
 subprocess.run([str(run_promptfoo.promptfoo_bin(root)), "--version"], env=env, check=True, stdout=subprocess.DEVNULL)
 """
+)
 
 
 def timed(argv: list[str], pythonpath: Path, cwd: Path) -> tuple[float, float]:

@@ -42,8 +42,9 @@ def offline_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
     # The Python workers import the project's own modules (a user's agent) from its root.
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), env.get("PYTHONPATH", "")] if p)
     # Node compiles Promptfoo's bundle on every start; V8's code cache, kept beside the packages it is made
-    # from, saves some 7% of a start's CPU. Node checks each entry against its source and skips a folder it
-    # cannot write; a cache folder of the user's own wins, and NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+    # from, saves some 8% of a start's CPU (bench/promptfoo_start.py). Node checks each entry against its
+    # source and skips a folder it cannot write; a cache folder of the user's own wins, and
+    # NODE_DISABLE_COMPILE_CACHE=1 turns it off.
     env.setdefault("NODE_COMPILE_CACHE", str(root / "node_modules" / ".cache" / "node-compile-cache"))
     return env
 
