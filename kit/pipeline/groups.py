@@ -228,12 +228,14 @@ def ending_with_this_process() -> Iterator[None]:
         yield
         return
     before = {sig: signal.signal(sig, _end) for sig in ENDING}
-    parent, done = os.getppid(), threading.Event()
+    parent, done, main = os.getppid(), threading.Event(), threading.get_ident()
 
     def watch_parent() -> None:
         while not done.wait(PARENT_POLL_S):
             if os.getppid() != parent:  # reparented: whoever started make evals is gone
-                os.kill(os.getpid(), signal.SIGTERM)
+                # To the main thread, whose handler ends the groups. Sent to the process, the signal may be
+                # taken by this thread (always under strace -f), leaving the main thread asleep in its join.
+                signal.pthread_kill(main, signal.SIGTERM)
                 return
 
     watcher = threading.Thread(target=watch_parent, name="parent-watch", daemon=True)
