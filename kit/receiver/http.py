@@ -11,9 +11,10 @@ import json
 import sys
 import threading
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from kit.loopback_server import NoLookupHTTPServer
 from kit.receiver.decode import MAX_BODY, PROTOBUF
 from kit.receiver.service import Receiver, status_body
 
@@ -77,7 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # a line per request would cost more than the request
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(NoLookupHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
