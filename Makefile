@@ -77,8 +77,11 @@ $(STAGE_TARGETS): export KIT_MAKE_CONCURRENCY = $(value CONCURRENCY)
 evals: packages
 	$(PY) -m kit.pipeline --from-make
 
+# Everything the project's commands make (what .gitignore lists), never the user's own .env.local.
 clean:
-	rm -rf $(VENV) node_modules .kit .promptfoo redteam/redteam.yaml
+	rm -rf $(VENV) node_modules .kit .promptfoo redteam/redteam.yaml redteam.yaml .venv-frameworks .deepeval \
+		.hypothesis .pytest_cache .ruff_cache .import_linter_cache build dist *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # --- Promptfoo: Node 22 and the Promptfoo CLI from the committed lock file. ---
 # The targets below run one tool on its own; `make evals` runs the same commands (kit/pipeline/stages.py).
