@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from _tracing import strace_unusable
 
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.offline import dotenv_values
@@ -120,7 +120,7 @@ def test_an_openai_sdk_agent_on_a_non_loopback_host_passes_through_promptfoo(tmp
             env = {**base, "PROMPTFOO_PYTHON": str(ROOT / ".venv" / "bin" / "python")}
             env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}:{env.get('PATH', '')}"
         env["PROMPTFOO_CONFIG_DIR"] = str(tmp_path / "state")
-        traced = shutil.which("strace") is not None
+        traced = strace_unusable() is None
         log = tmp_path / "strace.txt"
         proc = _eval(repo, env, log if traced else None)
         out = proc.stdout + proc.stderr
@@ -129,7 +129,7 @@ def test_an_openai_sdk_agent_on_a_non_loopback_host_passes_through_promptfoo(tmp
         assert "2 passed" in proc.stdout, out[-3000:]
         assert len(model.requests) == 2
     if not traced:
-        pytest.skip("strace not installed: the connections were not traced (the eval itself passed)")
+        pytest.skip(f"the connections were not traced, {strace_unusable()} (the eval itself passed)")
     peers = _peers(log.read_text())
     assert MODEL_HOST in peers
     assert peers <= {"127.0.0.1", "::1", "::ffff:127.0.0.1", MODEL_HOST}, peers

@@ -5,13 +5,13 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from _tracing import strace_unusable
 
 from kit_promptfoo import run_promptfoo
 
@@ -64,7 +64,7 @@ def test_peer_parser_flags_dns_and_remote_hosts() -> None:
 
 
 @needs_promptfoo
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@pytest.mark.skipif(strace_unusable() is not None, reason=str(strace_unusable()))
 def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_path: Path) -> None:
     (tmp_path / "prov.py").write_text(
         "def call_api(prompt, options, context):\n    return {'output': prompt.upper()}\n"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from _tracing import strace_unusable
 
 from kit_promptfoo import agent_provider, run_promptfoo
 from kit_promptfoo.redteam import corpus, generator, hooks, verdict
@@ -133,7 +133,7 @@ def run_small_redteam(
 
 
 @pytest.mark.skipif(not run_promptfoo.promptfoo_bin(ROOT).exists(), reason="run `make promptfoo-install`")
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@pytest.mark.skipif(strace_unusable() is not None, reason=str(strace_unusable()))
 def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     """`promptfoo redteam run` with the kit's generator: no connection leaves loopback, the default agent
     resists every attack, the vulnerable one falls, and Promptfoo's graders are reported as not graded."""

@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _tracing import strace_unusable
 from shared_runs import environ, shared_run
 
 from kit.store import open_store
@@ -37,7 +38,9 @@ def can_isolate() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
     probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
-    return None if probe.returncode == 0 else f"unshare -n is not permitted here: {probe.stderr.strip()}"
+    if probe.returncode != 0:
+        return f"unshare -n is not permitted here: {probe.stderr.strip()}"
+    return strace_unusable()
 
 
 pytestmark = pytest.mark.skipif(can_isolate() is not None, reason=str(can_isolate()))

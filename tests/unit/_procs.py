@@ -24,13 +24,3 @@ def wait_for(what: Callable[[], bool], seconds: float) -> bool:
             return True
         time.sleep(0.05)
     return what()
-
-
-def under_a_tracer() -> bool:
-    """Whether this process is being traced (the suite run under `strace -f`): a tracer started here could not
-    attach to its child, as a process has one tracer at most."""
-    try:
-        with open("/proc/self/status") as f:
-            return any(line.split()[1:] not in ([], ["0"]) for line in f if line.startswith("TracerPid:"))
-    except OSError:
-        return False

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _procs import gone, under_a_tracer, wait_for
+from _procs import gone, wait_for
+from _tracing import strace_unusable
 
 ROOT = Path(__file__).resolve().parents[2]
 HOW = ("SIGTERM", "SIGINT", "SIGKILL", "parent-dies")
@@ -75,10 +75,8 @@ STRACE = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect", "-e", "
 
 @pytest.mark.parametrize("traced", [False, True], ids=["plain", "under-strace"])
 def test_every_stages_processes_end_with_make_evals_however_it_is_stopped(tmp_path: Path, traced: bool) -> None:
-    if traced and shutil.which("strace") is None:
-        pytest.skip("no strace here (.ci/run installs it)")
-    if traced and under_a_tracer():
-        pytest.skip("the tests themselves run under a tracer: strace cannot attach a second one")
+    if traced and strace_unusable():
+        pytest.skip(str(strace_unusable()))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     launcher = subprocess.Popen(
         [*(STRACE if traced else []), sys.executable, "-c", LAUNCHER, str(tmp_path), *HOW],
