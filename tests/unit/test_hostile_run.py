@@ -61,12 +61,23 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes], seconds: float = 60) ->
         time.sleep(0.05)
 
 
+def _spooled_results(project: Path) -> int:
+    """The results the run's writer has handed to the kernel (its spool's `case` lines)."""
+    spool = project / "store.duckdb.spool"
+    return sum(line.startswith('{"t":"case",') for f in spool.glob("*.jsonl") for line in f.read_text().splitlines())
+
+
 def test_sigkill_keeps_every_finished_result(project):
     proc = _start(project, "--runs", "50", "--pool", "serial", "--timeout", "3600", hang_after=40)
     _wait_for(project / "hung", proc)  # 40 results finished, the 41st run hangs
-    time.sleep(1.0)
+    # They are written while it hangs (within a quarter of a second; on a loaded machine, later).
+    deadline = time.monotonic() + 30
+    while _spooled_results(project) < 40 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    spooled = _spooled_results(project)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
+    assert spooled == 40, proc.stderr.read().decode() if proc.stderr else ""
     with open_store(project / "store.duckdb").connect() as con:
         assert con.execute("SELECT count(*) FROM case_results").fetchone() == (40,)
         assert con.execute("SELECT status FROM runs").fetchall() == [("incomplete",)]
