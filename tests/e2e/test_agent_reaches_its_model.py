@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _tracing import strace_unusable
+from _tracing import strace, strace_unusable
 
 from kit.doubles.openai_server import ScriptedOpenAIServer
 from kit.offline import dotenv_values
@@ -95,7 +95,7 @@ def _eval(repo: Path, env: dict[str, str], strace_log: Path | None) -> subproces
         ["eval", "-c", "promptfooconfig.yaml", "--no-progress-bar", "--no-cache", "-j", "1"], ROOT
     )
     if strace_log is not None:
-        cmd = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect", "-o", str(strace_log), *cmd]
+        cmd = [*strace(strace_log), *cmd]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240, cwd=repo)
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _tracing import strace_unusable
+from _tracing import strace, strace_unusable
 
 from kit_promptfoo import run_promptfoo
 
@@ -78,7 +78,7 @@ def test_eval_with_python_provider_and_assertion_connects_only_to_loopback(tmp_p
         "tests:\n  - vars: {x: hello}\n    assert: [{type: python, value: file://check.py}]\n"
     )
     log = tmp_path / "strace.txt"
-    cmd = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
+    cmd = strace(log, "connect,sendto,sendmsg,sendmmsg")
     cmd += run_promptfoo.command(["eval", "-c", str(tmp_path / "cfg.yaml"), "--no-progress-bar", "--no-cache"], ROOT)
     base = {k: v for k, v in os.environ.items() if k != "KIT_PROMPTFOO_ONLINE"}
     env = run_promptfoo.offline_env(ROOT, base=base)

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _tracing import strace_unusable
+from _tracing import strace, strace_unusable
 
 from kit_promptfoo import agent_provider, run_promptfoo
 from kit_promptfoo.redteam import corpus, generator, hooks, verdict
@@ -138,7 +138,7 @@ def test_redteam_run_offline_end_to_end(tmp_path: Path) -> None:
     """`promptfoo redteam run` with the kit's generator: no connection leaves loopback, the default agent
     resists every attack, the vulnerable one falls, and Promptfoo's graders are reported as not graded."""
     log = tmp_path / "strace.txt"
-    trace = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(log)]
+    trace = strace(log, "connect,sendto,sendmsg,sendmmsg")
     results = run_small_redteam(tmp_path, {}, prefix=trace)
     assert len(results) == 2 * 2 * 2  # 2 targets x 2 strategies x 2 attacks
     assert verdict.judge(verdict.summarize(results), ["obey-injection"]) == []

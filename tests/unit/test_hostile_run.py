@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _procs import wait_for
 
 from kit.cli import main as kit
 from kit.store import open_store
@@ -71,9 +72,7 @@ def test_sigkill_keeps_every_finished_result(project):
     proc = _start(project, "--runs", "50", "--pool", "serial", "--timeout", "3600", hang_after=40)
     _wait_for(project / "hung", proc)  # 40 results finished, the 41st run hangs
     # They are written while it hangs (within a quarter of a second; on a loaded machine, later).
-    deadline = time.monotonic() + 30
-    while _spooled_results(project) < 40 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: _spooled_results(project) >= 40, 30)
     spooled = _spooled_results(project)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)

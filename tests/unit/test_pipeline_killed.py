@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from _procs import gone, wait_for
-from _tracing import strace_unusable
+from _tracing import strace, strace_unusable
 
 ROOT = Path(__file__).resolve().parents[2]
 HOW = ("SIGTERM", "SIGINT", "SIGKILL", "parent-dies")
@@ -68,18 +68,15 @@ def _groups(root: Path) -> list[int]:
     return [_pids(f)[0] for f in root.glob("*/*.pids")]
 
 
-# Run as the commands are audited, every process traced: under ptrace a signal the pipeline sends itself from
+# Also run as the commands are audited, every process traced: under ptrace a signal the pipeline sent itself from
 # its parent-watching thread was taken by that thread every time, and the main thread slept on in its join.
-STRACE = ["strace", "--seccomp-bpf", "-f", "-qq", "-e", "trace=connect", "-e", "signal=none", "-o", os.devnull]
-
-
 @pytest.mark.parametrize("traced", [False, True], ids=["plain", "under-strace"])
 def test_every_stages_processes_end_with_make_evals_however_it_is_stopped(tmp_path: Path, traced: bool) -> None:
     if traced and strace_unusable():
         pytest.skip(str(strace_unusable()))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     launcher = subprocess.Popen(
-        [*(STRACE if traced else []), sys.executable, "-c", LAUNCHER, str(tmp_path), *HOW],
+        [*(strace(os.devnull) if traced else []), sys.executable, "-c", LAUNCHER, str(tmp_path), *HOW],
         env=env,
         stderr=subprocess.PIPE,
         text=True,
